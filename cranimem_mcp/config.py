@@ -1,0 +1,143 @@
+"""Settings: the only place the environment and configuration files are read.
+
+Precedence, highest first: explicit overrides (CLI flags), ``CRANIMEM_*`` environment
+variables (``__`` separates sections, e.g. ``CRANIMEM_GATING__TAU_NOISE=0.2``), the TOML file
+given with ``--config`` (or ``$CRANIMEM_HOME/config.toml`` when it exists), then the defaults
+below, which ``configs/default.toml`` mirrors line for line (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .errors import ConfigError
+
+DEFAULT_GOAL = (
+    "Remember durable facts about the user: their life, preferences, constraints, plans, "
+    "work, projects, and the people, places and tools involved."
+)
+
+
+class GatingSettings(BaseModel):
+    tau_noise: float = Field(0.15, ge=-1.0, le=1.0)
+    second_look: bool = True
+    tau_context: float = Field(0.45, ge=-1.0, le=1.0)
+    default_goal: str = Field(DEFAULT_GOAL, min_length=1, max_length=2000)
+
+
+class EpisodicSettings(BaseModel):
+    capacity: int = Field(200, ge=1, le=100_000)
+
+
+class ConsolidationSettings(BaseModel):
+    tau_consolidation: float = Field(0.4, ge=0.0, le=2.0)
+    alpha: float = Field(0.5, ge=0.0, le=10.0)
+    freq_cap: int = Field(4, ge=1, le=1000)
+    every_n_writes: int = Field(20, ge=0, le=100_000)
+    interval_seconds: float = Field(300.0, ge=0.0)
+    idle_seconds: float = Field(30.0, ge=0.0)
+    trash_retention_days: float = Field(30.0, ge=0.0)
+
+
+class RetrievalSettings(BaseModel):
+    k: int = Field(8, ge=1, le=50)
+    max_chars: int = Field(4000, ge=200, le=200_000)
+    hops: int = Field(2, ge=0, le=3)
+    max_facts: int = Field(24, ge=0, le=500)
+    graph_resource_max_triples: int = Field(2000, ge=1)
+
+
+class ModelSettings(BaseModel):
+    embedder: Literal["local"] = "local"
+    embedder_model: str = "all-MiniLM-L6-v2"
+    tagger: Literal["heuristic"] = "heuristic"
+    extractor: Literal["heuristic"] = "heuristic"
+    torch_threads: int = Field(1, ge=1, le=64)
+
+
+class ServerSettings(BaseModel):
+    transport: Literal["stdio", "http"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    allow_remote: bool = False
+
+
+def default_home() -> Path:
+    return Path(platformdirs.user_data_dir("cranimem-mcp", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Every threshold and size of the server; read once at the entry point, passed down."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CRANIMEM_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    home: Path = Field(default_factory=default_home)
+    token: str | None = Field(None, min_length=16, repr=False)
+    gating: GatingSettings = GatingSettings()
+    episodic: EpisodicSettings = EpisodicSettings()
+    consolidation: ConsolidationSettings = ConsolidationSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    models: ModelSettings = ModelSettings()
+    server: ServerSettings = ServerSettings()
+
+    @field_validator("home")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls))
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads the TOML file named by ``_config_path`` (set by :func:`load_settings`)."""
+
+    path: Path | None = None
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = _TomlSource.path
+        if path is None:
+            return {}
+        try:
+            with path.open("rb") as fh:
+                return tomllib.load(fh)
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file not found: {path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+    """Build the one Settings object: overrides > env > TOML file > defaults."""
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if config is None:
+        home = overrides.get("home") or os.environ.get("CRANIMEM_HOME") or default_home()
+        candidate = Path(home).expanduser() / "config.toml"
+        config = candidate if candidate.is_file() else None
+    _TomlSource.path = Path(config).expanduser() if config else None
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from exc
+    finally:
+        _TomlSource.path = None

@@ -1,0 +1,281 @@
+"""The episodic store (paper B.2): one LanceDB table holding every memory in every tier.
+
+A memory's ``tier`` says where it is in its life: ``buffer`` (the bounded FIFO of recent
+items), ``longterm`` (promoted by consolidation, still searchable text, linked into the graph)
+or ``trash`` (pruned or forgotten; restorable until purged). Keeping one row per memory for its
+whole life is what lets the id that ``remember`` returns name it in every tier.
+
+Invariants: filter strings are built only from validated values (our id format, the scope
+pattern, tier names, hex digests), never from caller text; writes are serialised by one lock
+and run off the event loop; a hard purge leaves no old version of a deleted row on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS
+
+from .errors import StoreError
+from .models import MEMORY_ID_RE, SCOPE_RE
+
+logger = logging.getLogger(__name__)
+
+TABLE = "memories"
+TIERS = ("buffer", "longterm", "trash")
+_HEX_RE = re.compile(r"^[0-9a-f]{16,64}$")
+
+
+def schema(dim: int) -> pa.Schema:
+    ts = pa.timestamp("us", tz="UTC")
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("scope", pa.string(), nullable=False),
+            pa.field("tier", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("content_hash", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+            pa.field("created_at", ts, nullable=False),
+            pa.field("observed_at", ts),
+            pa.field("turn", pa.int64()),
+            pa.field("entities", pa.list_(pa.string())),
+            pa.field("importance", pa.float64()),
+            pa.field("surprise", pa.float64()),
+            pa.field("emotion", pa.float64()),
+            pa.field("base_utility", pa.float64()),
+            pa.field("relevance", pa.float64()),
+            pa.field("goal", pa.string()),
+            pa.field("source", pa.string()),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("access_count", pa.int64()),
+            pa.field("last_access", ts),
+            pa.field("frequency", pa.int64()),
+            pa.field("tagged_by", pa.string()),
+            pa.field("gate_reason", pa.string()),
+            pa.field("replay_score", pa.float64()),
+            pa.field("decision_reason", pa.string()),
+            pa.field("prev_tier", pa.string()),
+            pa.field("tier_changed_at", ts),
+        ]
+    )
+
+
+COLUMNS = [f.name for f in schema(1)]
+META_COLUMNS = [c for c in COLUMNS if c != "vector"]
+
+
+def _lit(value: str, pattern: re.Pattern[str]) -> str:
+    """A SQL string literal for a value that matched one of our own formats."""
+    if not pattern.match(value):
+        raise StoreError(f"refusing to build a filter from unvalidated value {value[:40]!r}")
+    return f"'{value}'"
+
+
+def scope_filter(scope: str | None, tiers: Iterable[str] | None = None) -> str | None:
+    parts = []
+    if scope is not None:
+        parts.append(f"scope = {_lit(scope, SCOPE_RE)}")
+    if tiers is not None:
+        tiers = list(tiers)
+        if any(t not in TIERS for t in tiers):
+            raise StoreError(f"unknown tier in {tiers}")
+        parts.append("tier IN (" + ", ".join(f"'{t}'" for t in tiers) + ")")
+    return " AND ".join(parts) or None
+
+
+def ids_filter(ids: Sequence[str]) -> str:
+    return "id IN (" + ", ".join(_lit(i, MEMORY_ID_RE) for i in ids) + ")"
+
+
+class EpisodicStore:
+    """The LanceDB table of memories. Open with :meth:`open`; all methods are async."""
+
+    def __init__(self, path: Path, dim: int) -> None:
+        self._path = path
+        self._dim = dim
+        self._db: Any = None
+        self._table: Any = None
+        self._lock = anyio.Lock()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        await anyio.to_thread.run_sync(self._open_sync)
+
+    def _open_sync(self) -> None:
+        try:
+            self._path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._db = lancedb.connect(str(self._path))
+            if TABLE in self._db.table_names():
+                self._table = self._db.open_table(TABLE)
+                width = self._table.schema.field("vector").type.list_size
+                if width != self._dim:
+                    raise StoreError(
+                        f"the episodic table holds {width}-d vectors, the embedder gives "
+                        f"{self._dim}-d"
+                    )
+            else:
+                self._table = self._db.create_table(TABLE, schema=schema(self._dim))
+            if not any(ix.index_type == "FTS" for ix in self._table.list_indices()):
+                self._table.create_index("content", config=FTS(), replace=True)
+        except StoreError:
+            raise
+        except Exception as exc:  # lance raises bare OSError/RuntimeError/ValueError
+            raise StoreError(f"cannot open the episodic store at {self._path}: {exc}") from exc
+
+    async def _write(self, fn: Any, *args: Any) -> Any:
+        async with self._lock:
+            return await self._run(fn, *args)
+
+    @staticmethod
+    async def _run(fn: Any, *args: Any) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(fn, *args)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"episodic store operation failed: {exc}") from exc
+
+    # --- writes ----------------------------------------------------------------------------
+
+    async def add(self, rows: list[dict[str, Any]]) -> None:
+        await self._write(self._table.add, rows)
+
+    async def upsert(self, rows: list[dict[str, Any]]) -> None:
+        """Replace whole rows by id in one commit (a batch of tier changes)."""
+        if not rows:
+            return
+
+        def run() -> None:
+            self._table.merge_insert("id").when_matched_update_all().execute(rows)
+
+        await self._write(run)
+
+    async def update(self, ids: Sequence[str], values: dict[str, Any]) -> None:
+        if not ids:
+            return
+        await self._write(lambda: self._table.update(where=ids_filter(ids), values=values))
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        await self._write(lambda: self._table.delete(ids_filter(ids)))
+
+    async def purge_history(self) -> None:
+        """Make deletes final on disk: rebuild the full-text index, compact, and drop every
+        old table version (LanceDB keeps deleted text in old versions until then)."""
+
+        def run() -> None:
+            self._table.create_index("content", config=FTS(), replace=True)
+            self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+        await self._write(run)
+
+    async def maintain(self, keep: timedelta = timedelta(hours=1)) -> None:
+        """Compact small fragments, fold new rows into the indexes, drop old versions."""
+        await self._write(lambda: self._table.optimize(cleanup_older_than=keep))
+
+    # --- reads -----------------------------------------------------------------------------
+
+    async def get(self, ids: Sequence[str], vectors: bool = False) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        return await self.rows(where=ids_filter(ids), vectors=vectors)
+
+    async def rows(
+        self,
+        *,
+        where: str | None,
+        vectors: bool = False,
+        columns: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        cols = columns or (COLUMNS if vectors else META_COLUMNS)
+
+        def run() -> list[dict[str, Any]]:
+            query = self._table.search().select(cols).limit(None)
+            if where:
+                query = query.where(where)
+            return query.to_list()
+
+        return await self._run(run)
+
+    async def scope_rows(
+        self, scope: str | None, tiers: Iterable[str] | None, vectors: bool = False
+    ) -> list[dict[str, Any]]:
+        rows = await self.rows(where=scope_filter(scope, tiers), vectors=vectors)
+        rows.sort(key=lambda r: (r["created_at"], r.get("turn") or 0))
+        return rows
+
+    async def find_hash(self, scope: str, content_hash: str) -> dict[str, Any] | None:
+        where = (
+            f"{scope_filter(scope, ('buffer', 'longterm'))} "
+            f"AND content_hash = {_lit(content_hash, _HEX_RE)}"
+        )
+        found = await self.rows(where=where, vectors=True)
+        return found[0] if found else None
+
+    async def count(self, scope: str | None = None, tiers: Iterable[str] | None = None) -> int:
+        where = scope_filter(scope, tiers)
+        return await self._run(lambda: self._table.count_rows(where))
+
+    async def census(self) -> dict[tuple[str, str], int]:
+        """Rows per (scope, tier)."""
+        rows = await self.rows(where=None, columns=["scope", "tier"])
+        out: dict[tuple[str, str], int] = {}
+        for r in rows:
+            out[(r["scope"], r["tier"])] = out.get((r["scope"], r["tier"]), 0) + 1
+        return out
+
+    async def nearest(
+        self, scope: str, vector: np.ndarray, tiers: Iterable[str], limit: int
+    ) -> list[dict[str, Any]]:
+        """Vector search by cosine; each row carries ``similarity``."""
+        where = scope_filter(scope, tiers)
+
+        def run() -> list[dict[str, Any]]:
+            query = self._table.search(vector.tolist()).distance_type("cosine").limit(limit)
+            query = query.where(where, prefilter=True).select(META_COLUMNS)
+            return query.to_list()
+
+        rows = await self._run(run)
+        for r in rows:
+            r["similarity"] = 1.0 - float(r.pop("_distance"))
+        return rows
+
+    async def hybrid(
+        self, scope: str, vector: np.ndarray, text: str, tiers: Iterable[str], limit: int
+    ) -> list[dict[str, Any]]:
+        """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused). Each row
+        carries ``similarity`` (cosine to the query) and ``fused`` (the fused relevance)."""
+        where = scope_filter(scope, tiers)
+        terms = " ".join(re.findall(r"\w+", text))
+
+        def run() -> list[dict[str, Any]]:
+            if not terms:
+                query = self._table.search(vector.tolist()).distance_type("cosine")
+            else:
+                query = (
+                    self._table.search(query_type="hybrid")
+                    .vector(vector.tolist())
+                    .text(terms)
+                    .distance_type("cosine")
+                )
+            return query.where(where, prefilter=True).limit(limit).to_list()
+
+        rows = await self._run(run)
+        for r in rows:
+            v = np.asarray(r.pop("vector"), dtype=np.float32)
+            r["similarity"] = float(v @ vector)
+            r["fused"] = float(r.pop("_relevance_score", r["similarity"]))
+            r.pop("_distance", None)
+        return rows

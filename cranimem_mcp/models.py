@@ -1,0 +1,194 @@
+"""Domain types shared by the engine, the MCP tools and the CLI.
+
+Tool results are these models, so each MCP tool gets an output schema and structured content.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+SCOPE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+MEMORY_ID_PATTERN = r"^m_[0-9a-f]{20}$"
+SCOPE_RE = re.compile(SCOPE_PATTERN)
+MEMORY_ID_RE = re.compile(MEMORY_ID_PATTERN)
+
+Scope = Annotated[str, Field(pattern=SCOPE_PATTERN, description="1-64 chars of [A-Za-z0-9_.:-]")]
+MemoryId = Annotated[str, Field(pattern=MEMORY_ID_PATTERN)]
+Tier = Literal["buffer", "longterm", "trash"]
+Path_ = Literal["episodic", "graph"]
+
+ENTITY_TYPES = (
+    "Person",
+    "Organization",
+    "Location",
+    "Date",
+    "Project",
+    "Task",
+    "Tool",
+    "Preference",
+    "Event",
+    "Other",
+)
+EntityType = Literal[
+    "Person",
+    "Organization",
+    "Location",
+    "Date",
+    "Project",
+    "Task",
+    "Tool",
+    "Preference",
+    "Event",
+    "Other",
+]
+
+
+class Utility(BaseModel):
+    importance: float = Field(ge=0.0, le=1.0)
+    surprise: float = Field(ge=0.0, le=1.0)
+    emotion: float = Field(ge=0.0, le=1.0)
+    base: float = Field(ge=0.0, le=1.0)
+
+    @classmethod
+    def of(cls, importance: float, surprise: float, emotion: float) -> Utility:
+        """BaseUtility is the mean of the three signals (paper B.1)."""
+        i, s, e = (min(1.0, max(0.0, x)) for x in (importance, surprise, emotion))
+        return cls(importance=i, surprise=s, emotion=e, base=(i + s + e) / 3.0)
+
+
+class Judgement(BaseModel):
+    """The second look at a low-relevance write: is it noise, or something to keep?"""
+
+    keep: bool
+    kind: Literal["constraint", "preference", "plan", "command", "goal_change", "fact", "noise"]
+    reason: str
+
+
+class Entity(BaseModel):
+    name: str
+    type: EntityType = "Other"
+
+
+class Relation(BaseModel):
+    subject: str
+    predicate: str
+    object: str
+
+
+class Extraction(BaseModel):
+    entities: list[Entity] = []
+    relations: list[Relation] = []
+
+
+class BufferInfo(BaseModel):
+    size: int
+    capacity: int
+
+
+class RememberResult(BaseModel):
+    status: Literal["stored", "merged", "rejected"]
+    id: str | None = Field(None, description="The memory's id for its whole life; null if rejected")
+    relevance: float
+    threshold: float
+    utility: Utility | None = None
+    entities: list[str] = []
+    tagged_by: str | None = None
+    reason: str
+    buffer: BufferInfo
+    scope: str
+    evicted: list[Decision] = Field(
+        default=[], description="Buffer overflow: the oldest entries that went through replay"
+    )
+
+
+class RecallItem(BaseModel):
+    id: str
+    path: Literal["recent", "memory"]
+    content: str
+    score: float
+    created_at: datetime
+    tier: Tier
+
+
+class Fact(BaseModel):
+    subject: str
+    predicate: str
+    object: str
+    support: int
+    sources: list[str]
+    score: float = 0.0
+    hops: int = 0
+    last_seen: datetime | None = None
+
+
+class RecallResult(BaseModel):
+    context: str
+    items: list[RecallItem]
+    facts: list[Fact]
+    took_ms: float
+
+
+class Decision(BaseModel):
+    id: str
+    replay_score: float
+    decision: Literal["promote", "trash"]
+    reason: str
+
+
+class ConsolidationReport(BaseModel):
+    scope: str | None = None
+    replayed: int = 0
+    promoted: int = 0
+    pruned: int = 0
+    purged: int = 0
+    triples_added: int = 0
+    triples_reinforced: int = 0
+    decisions: list[Decision] = []
+    dry_run: bool = False
+    trigger: str = "on_demand"
+    finished_at: datetime | None = None
+    took_ms: float = 0.0
+
+
+class ForgetResult(BaseModel):
+    forgotten: int
+    ids: list[str]
+    facts_removed: int
+    hard: bool
+    dry_run: bool = False
+
+
+class RestoreResult(BaseModel):
+    restored: int
+    ids: list[str]
+
+
+class GoalResult(BaseModel):
+    scope: str
+    goal: str
+
+
+class ScopeStats(BaseModel):
+    scope: str
+    goal: str
+    buffer_size: int
+    buffer_capacity: int
+    longterm: int
+    trash: int
+    facts: int
+    rejected_writes: int
+    last_consolidation: ConsolidationReport | None = None
+
+
+class Stats(BaseModel):
+    data_dir: str
+    models: dict[str, str]
+    scopes: list[ScopeStats]
+    fallbacks: dict[str, int] = {}
+
+
+RememberResult.model_rebuild()
