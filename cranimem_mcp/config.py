@@ -37,7 +37,7 @@ class EpisodicSettings(BaseModel):
 
 
 class ConsolidationSettings(BaseModel):
-    tau_consolidation: float = Field(0.4, ge=0.0, le=2.0)
+    tau_consolidation: float = Field(0.3, ge=0.0, le=2.0)
     alpha: float = Field(0.5, ge=0.0, le=10.0)
     freq_cap: int = Field(4, ge=1, le=1000)
     every_n_writes: int = Field(20, ge=0, le=100_000)

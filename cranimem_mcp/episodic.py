@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,23 @@ class EpisodicStore:
         if not ids:
             return
         await self._write(lambda: self._table.update(where=ids_filter(ids), values=values))
+
+    async def touch(self, ids: Sequence[str], when: datetime) -> None:
+        """Count a recall of these memories (feeds the replay score's frequency bonus)."""
+        if not ids:
+            return
+        stamp = when.isoformat().replace("+00:00", "")
+
+        def run() -> None:
+            self._table.update(
+                where=ids_filter(ids),
+                values_sql={
+                    "access_count": "access_count + 1",
+                    "last_access": f"CAST('{stamp}' AS TIMESTAMP)",
+                },
+            )
+
+        await self._write(run)
 
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:

@@ -65,8 +65,13 @@ def predicate_name(raw: str) -> str:
     return name or "related_to"
 
 
-def _memory_id(graph_iri: str) -> str:
-    return graph_iri.rsplit("/", 1)[-1]
+def _memory_id(graph_iri: object) -> str:
+    return _iri(graph_iri).rsplit("/", 1)[-1]
+
+
+def _iri(ctx: object) -> str:
+    """A quad's context comes back as a Graph or as its IRI, depending on the call."""
+    return str(getattr(ctx, "identifier", ctx))
 
 
 @dataclass
@@ -180,12 +185,12 @@ class GraphStore:
     # --- helpers ---------------------------------------------------------------------------
 
     def _active(self, ctx: Graph | URIRef) -> bool:
-        iri = str(getattr(ctx, "identifier", ctx))
+        iri = _iri(ctx)
         return "/memory/" in iri and iri.startswith(BASE + "id/")
 
     def _fact_sources(self, s: URIRef, p: URIRef, o: URIRef) -> set[str]:
         return {
-            _memory_id(str(ctx.identifier))
+            _memory_id(ctx)
             for _s, _p, _o, ctx in self._ds.quads((s, p, o, None))
             if self._active(ctx)
         }
@@ -297,6 +302,21 @@ class GraphStore:
             self._compact_sync()
         return sum(1 for t in touched if before[t] and not self._fact_sources(*t))
 
+    async def orphaned_by(self, scope: str, memory_ids: Iterable[str]) -> int:
+        """How many facts would lose their last support if these memories went."""
+        return await self._locked(self._orphaned_sync, scope, set(memory_ids))
+
+    def _orphaned_sync(self, scope: str, memory_ids: set[str]) -> int:
+        triples = set()
+        for mid in memory_ids:
+            triples.update(self._graph_triples(memory_graph_iri(scope, mid)))
+        return sum(1 for t in triples if self._fact_sources(*t) <= memory_ids)
+
+    async def has_memory(self, scope: str, memory_id: str) -> bool:
+        return await self._locked(
+            lambda: len(self._ds.graph(memory_graph_iri(scope, memory_id))) > 0
+        )
+
     # --- reads -----------------------------------------------------------------------------
 
     async def link(self, scope: str, text: str, max_words: int = 5) -> list[URIRef]:
@@ -338,7 +358,7 @@ class GraphStore:
                         if (s, p, o) in out:
                             continue
                         agg = found[(s, p, o)]
-                        agg.sources.add(_memory_id(str(ctx.identifier)))
+                        agg.sources.add(_memory_id(ctx))
                         when = self._asserted_at(ctx)
                         if when and (agg.last_seen is None or when > agg.last_seen):
                             agg.last_seen = when
@@ -368,8 +388,9 @@ class GraphStore:
             for (s, p, o), (hop, agg) in out.items()
         ]
 
-    def _asserted_at(self, ctx: Graph) -> datetime | None:
-        for value in ctx.objects(ctx.identifier, VOCAB.assertedAt):
+    def _asserted_at(self, ctx: object) -> datetime | None:
+        iri = URIRef(_iri(ctx))
+        for value in self._ds.graph(iri).objects(iri, VOCAB.assertedAt):
             try:
                 return datetime.fromisoformat(str(value))
             except ValueError:
@@ -399,9 +420,9 @@ class GraphStore:
         node = entity_iri(scope, name)
         prefix = scope_base(scope)
         return {
-            _memory_id(str(c.identifier))
+            _memory_id(c)
             for _s, _p, _o, c in self._ds.quads((node, RDF.type, None, None))
-            if str(c.identifier).startswith(prefix)
+            if _iri(c).startswith(prefix)
         }
 
     async def count_facts(self) -> dict[str, int]:
@@ -412,7 +433,7 @@ class GraphStore:
         facts: dict[str, set] = defaultdict(set)
         for s, p, o, c in self._ds.quads((None, None, None, None)):
             if str(p).startswith(str(REL)) and self._active(c):
-                scope = unquote(str(c.identifier)[len(BASE + "id/") :].split("/", 1)[0])
+                scope = unquote(_iri(c)[len(BASE + "id/") :].split("/", 1)[0])
                 facts[scope].add((s, p, o))
         return {k: len(v) for k, v in facts.items()}
 
@@ -428,6 +449,6 @@ class GraphStore:
         for s, p, o, c in self._ds.quads((None, None, None, None)):
             if len(g) >= max_triples:
                 break
-            if str(c.identifier).startswith(prefix) and not str(s).startswith(prefix):
+            if _iri(c).startswith(prefix) and not str(s).startswith(prefix):
                 g.add((s, p, o))
         return g.serialize(format="turtle")

@@ -1,0 +1,767 @@
+"""MemoryEngine: the CraniMem pipeline behind one async facade.
+
+    remember ─► gate (B.1) ─► episodic buffer (B.2) ─► replay (B.3) ─┬► linkage ─► graph (B.4)
+                                                                      └► trash
+    recall ──► episodic path + graph path ─► one context block (B.5)
+
+It is the only core module that sees :class:`Settings`. Writes to a scope are serialised by
+that scope's lock and never wait on a model call made by a running consolidation: replay
+reads the buffer under the lock, extracts outside it, and applies its decisions under the
+lock again to the items still in the buffer. Consolidations never overlap. Background work
+(every-N-writes and idle-timer consolidation) lives in the engine's task group.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections import OrderedDict
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime, timedelta
+from hashlib import sha256
+from typing import Any
+
+import anyio
+import numpy as np
+
+from . import consolidation, gating, linkage, retrieval
+from .config import Settings
+from .embeddings import Embedder, LocalEmbedder
+from .episodic import EpisodicStore
+from .errors import ConfigError, InvalidInput, NotFound
+from .graph import GraphStore
+from .heuristics import HeuristicExtractor, HeuristicTagger, canonical_name, extract_one
+from .llm import Extractor, Tagger
+from .models import (
+    MEMORY_ID_RE,
+    SCOPE_RE,
+    BufferInfo,
+    ConsolidationReport,
+    Decision,
+    ForgetResult,
+    GoalResult,
+    RecallResult,
+    RememberResult,
+    RestoreResult,
+    ScopeStats,
+    Stats,
+    Utility,
+)
+from .state import EngineState, load_state, save_state
+
+logger = logging.getLogger(__name__)
+
+MAX_CONTENT = 32_000
+MAX_TAGS = 32
+PATHS = ("episodic", "graph")
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def content_hash(content: str) -> str:
+    return sha256(" ".join(content.casefold().split()).encode("utf-8")).hexdigest()
+
+
+def new_id() -> str:
+    return "m_" + uuid.uuid4().hex[:20]
+
+
+def _check_scope(scope: str) -> str:
+    if not isinstance(scope, str) or not SCOPE_RE.match(scope):
+        raise InvalidInput(
+            f"invalid scope {scope[:80]!r}: use 1-64 characters of [A-Za-z0-9_.:-]"
+            if isinstance(scope, str)
+            else "scope must be a string"
+        )
+    return scope
+
+
+def _check_text(name: str, value: str, max_len: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    if "\x00" in value:
+        raise InvalidInput(f"{name} must not contain NUL characters")
+    if not value.strip():
+        raise InvalidInput(f"{name} must not be empty")
+    if len(value) > max_len:
+        raise InvalidInput(f"{name} is {len(value)} characters; the limit is {max_len}")
+    return value.strip()
+
+
+def _check_ids(ids: list[str]) -> list[str]:
+    bad = [i for i in ids if not isinstance(i, str) or not MEMORY_ID_RE.match(i)]
+    if bad:
+        raise InvalidInput(f"invalid memory id {str(bad[0])[:80]!r}: ids look like m_ + 20 hex")
+    return list(dict.fromkeys(ids))
+
+
+class MemoryEngine:
+    """Open with ``async with MemoryEngine(settings) as engine``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        tagger: Tagger | None = None,
+        extractor: Extractor | None = None,
+        background: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.home = settings.home
+        self.embedder = embedder or LocalEmbedder(
+            settings.models.embedder_model, settings.models.torch_threads
+        )
+        self.tagger = tagger or HeuristicTagger()
+        self.extractor = extractor or HeuristicExtractor()
+        self._background = background
+        self.episodic = EpisodicStore(self.home / "episodic", self.embedder.dim)
+        self.graph = GraphStore(self.home / "graph")
+        self._state_path = self.home / "state.json"
+        self.state = EngineState()
+        self._scope_locks: dict[str, anyio.Lock] = {}
+        self._consolidation_lock = anyio.Lock()
+        self._state_lock = anyio.Lock()
+        self._claimed: set[str] = set()
+        self._claim_released = anyio.Event()
+        self._goal_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._writes_since: dict[str, int] = {}
+        self._last_write: dict[str, float] = {}
+        self._last_consolidation: dict[str, float] = {}
+        self._pending: set[str] = set()
+        self._busy = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._stack: AsyncExitStack | None = None
+        self._tg: Any = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> MemoryEngine:
+        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.home.chmod(0o700)
+        logger.info("data directory %s", self.home)
+        self.state = await anyio.to_thread.run_sync(load_state, self._state_path)
+        self._check_embedder()
+        await self.episodic.open()
+        await self.graph.open()
+        async with AsyncExitStack() as stack:
+            self._tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.push_async_callback(self.graph.close)
+            if self._background and self.settings.consolidation.interval_seconds > 0:
+                self._tg.start_soon(self._scheduler)
+            self._stack = stack.pop_all()
+        await self._save_state()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._stack is not None
+        self._tg.cancel_scope.cancel()
+        await self._stack.__aexit__(None, None, None)
+
+    def _check_embedder(self) -> None:
+        """Vector spaces never mix: a store remembers the embedder that filled it."""
+        current = {"id": self.embedder.id, "dim": self.embedder.dim}
+        known = self.state.embedder
+        if known is None:
+            self.state.embedder = current
+        elif known != current:
+            raise ConfigError(
+                f"the data directory {self.home} was filled by embedder {known['id']} "
+                f"({known['dim']}-d); refusing to open it with {current['id']} "
+                f"({current['dim']}-d). Use the original embedder or another data directory."
+            )
+
+    async def _save_state(self) -> None:
+        async with self._state_lock:
+            await anyio.to_thread.run_sync(save_state, self._state_path, self.state)
+
+    def _lock(self, scope: str) -> anyio.Lock:
+        return self._scope_locks.setdefault(scope, anyio.Lock())
+
+    def goal_of(self, scope: str) -> str:
+        return self.state.goals.get(scope, self.settings.gating.default_goal)
+
+    async def _goal_vector(self, goal: str) -> np.ndarray:
+        if goal not in self._goal_vectors:
+            self._goal_vectors[goal] = (await self.embedder.embed([goal]))[0]
+            if len(self._goal_vectors) > 256:
+                self._goal_vectors.popitem(last=False)
+        self._goal_vectors.move_to_end(goal)
+        return self._goal_vectors[goal]
+
+    # --- remember --------------------------------------------------------------------------
+
+    async def remember(
+        self,
+        content: str,
+        scope: str = "default",
+        goal: str | None = None,
+        source: str | None = None,
+        tags: list[str] | None = None,
+    ) -> RememberResult:
+        content = _check_text("content", content, MAX_CONTENT)
+        scope = _check_scope(scope)
+        goal = _check_text("goal", goal, 2000) if goal is not None else self.goal_of(scope)
+        source = _check_text("source", source, 200) if source is not None else None
+        tags = [_check_text("tag", t, 64) for t in (tags or [])]
+        if len(tags) > MAX_TAGS:
+            raise InvalidInput(f"at most {MAX_TAGS} tags")
+        capacity = self.settings.episodic.capacity
+        digest = content_hash(content)
+
+        async with self._lock(scope):
+            existing = await self.episodic.find_hash(scope, digest)
+            if existing is not None:
+                return await self._merge(existing, scope, tags, capacity)
+
+            vectors = await self.embedder.embed([content])
+            vector, goal_vector = vectors[0], await self._goal_vector(goal)
+            rel = gating.relevance(vector, goal_vector)
+            near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)
+            nearest = near[0]["similarity"] if near else -1.0
+            g = self.settings.gating
+            decision = await gating.gate(
+                content,
+                goal,
+                relevance=rel,
+                nearest=nearest,
+                tau_noise=g.tau_noise,
+                tau_context=g.tau_context,
+                second_look=g.second_look,
+                tagger=self.tagger,
+            )
+            size = await self.episodic.count(scope, ("buffer",))
+            if not decision.keep:
+                self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
+                await self._save_state()
+                logger.info("rejected write to %s relevance=%.3f", scope, rel)
+                return RememberResult(
+                    status="rejected",
+                    relevance=round(rel, 4),
+                    threshold=g.tau_noise,
+                    reason=decision.reason,
+                    buffer=BufferInfo(size=size, capacity=capacity),
+                    scope=scope,
+                )
+
+            novelty = 1.0 - max(0.0, nearest)
+            utility = await self.tagger.tag(content, goal, novelty)
+            entities = [e.name for e in extract_one(content).entities]
+            turn = self.state.turns.get(scope, 0) + 1
+            self.state.turns[scope] = turn
+            stamp = now()
+            memory_id = new_id()
+            await self.episodic.add(
+                [
+                    {
+                        "id": memory_id,
+                        "scope": scope,
+                        "tier": "buffer",
+                        "content": content,
+                        "content_hash": digest,
+                        "vector": vector.tolist(),
+                        "created_at": stamp,
+                        "observed_at": stamp,
+                        "turn": turn,
+                        "entities": entities,
+                        "importance": utility.importance,
+                        "surprise": utility.surprise,
+                        "emotion": utility.emotion,
+                        "base_utility": utility.base,
+                        "relevance": rel,
+                        "goal": goal,
+                        "source": source,
+                        "tags": tags,
+                        "access_count": 0,
+                        "last_access": None,
+                        "frequency": 1,
+                        "tagged_by": self.tagger.name,
+                        "gate_reason": decision.reason,
+                        "replay_score": None,
+                        "decision_reason": None,
+                        "prev_tier": None,
+                        "tier_changed_at": stamp,
+                    }
+                ]
+            )
+            await self._save_state()
+            evicted = await self._evict_overflow(scope, capacity)
+            size = await self.episodic.count(scope, ("buffer",))
+        logger.info("stored %s in %s relevance=%.3f base=%.3f", memory_id, scope, rel, utility.base)
+        self._note_write(scope)
+        return RememberResult(
+            status="stored",
+            id=memory_id,
+            relevance=round(rel, 4),
+            threshold=self.settings.gating.tau_noise,
+            utility=utility,
+            entities=entities,
+            tagged_by=self.tagger.name,
+            reason=decision.reason,
+            buffer=BufferInfo(size=size, capacity=capacity),
+            scope=scope,
+            evicted=evicted,
+        )
+
+    async def _merge(
+        self, row: dict[str, Any], scope: str, tags: list[str], capacity: int
+    ) -> RememberResult:
+        """An exact repeat strengthens the memory it repeats instead of storing a copy."""
+        row["frequency"] = int(row.get("frequency") or 1) + 1
+        row["tags"] = list(dict.fromkeys([*(row.get("tags") or []), *tags]))
+        row["last_access"] = now()
+        await self.episodic.upsert([row])
+        size = await self.episodic.count(scope, ("buffer",))
+        self._note_write(scope)
+        return RememberResult(
+            status="merged",
+            id=row["id"],
+            relevance=round(float(row.get("relevance") or 0.0), 4),
+            threshold=self.settings.gating.tau_noise,
+            utility=Utility(
+                importance=row["importance"],
+                surprise=row["surprise"],
+                emotion=row["emotion"],
+                base=row["base_utility"],
+            ),
+            entities=list(row.get("entities") or []),
+            tagged_by=row.get("tagged_by"),
+            reason=f"exact repeat of {row['id']}: frequency is now {row['frequency']}",
+            buffer=BufferInfo(size=size, capacity=capacity),
+            scope=scope,
+        )
+
+    async def _evict_overflow(self, scope: str, capacity: int) -> list[Decision]:
+        """The buffer never holds more than ``capacity`` items: the oldest go through replay
+        now (promoted or trashed), never silently away. Called under the scope lock."""
+        decisions: list[Decision] = []
+        while True:
+            rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
+            excess = len(rows) - capacity
+            if excess <= 0:
+                return decisions
+            free = [r for r in rows if r["id"] not in self._claimed]
+            if len(free) <= excess and len(rows) > len(free):
+                # Everything else is being consolidated right now; it leaves the buffer soon.
+                self._claim_released = anyio.Event()
+                await self._claim_released.wait()
+                continue
+            oldest = free[:excess]
+            decisions += await self._replay(scope, oldest, all_rows=rows, trigger="overflow")
+
+    def _note_write(self, scope: str) -> None:
+        self._last_write[scope] = time.monotonic()
+        self._writes_since[scope] = self._writes_since.get(scope, 0) + 1
+        n = self.settings.consolidation.every_n_writes
+        if self._background and n and self._writes_since[scope] >= n and scope not in self._pending:
+            self._pending.add(scope)
+            self._spawn(self._consolidate_bg, scope, "every_n_writes")
+
+    def _spawn(self, fn: Any, *args: Any) -> None:
+        self._busy += 1
+        self._idle = anyio.Event() if self._idle.is_set() else self._idle
+
+        async def run() -> None:
+            try:
+                await fn(*args)
+            except Exception:
+                logger.exception("background task %s failed", getattr(fn, "__name__", fn))
+            finally:
+                self._busy -= 1
+                if self._busy == 0:
+                    self._idle.set()
+
+        self._tg.start_soon(run)
+
+    async def wait_idle(self) -> None:
+        """Wait until background consolidations started so far have finished."""
+        await self._idle.wait()
+
+    async def _consolidate_bg(self, scope: str, trigger: str) -> None:
+        try:
+            await self.consolidate(scope, trigger=trigger)
+        finally:
+            self._pending.discard(scope)
+
+    async def _scheduler(self) -> None:
+        """Idle-timer consolidation: a scope with new writes is consolidated once it has
+        been idle for ``idle_seconds``, at most every ``interval_seconds``."""
+        c = self.settings.consolidation
+        tick = max(0.5, min(c.idle_seconds or 1.0, c.interval_seconds) / 2)
+        while True:
+            await anyio.sleep(tick)
+            clock = time.monotonic()
+            for scope, count in list(self._writes_since.items()):
+                if count <= 0 or scope in self._pending:
+                    continue
+                idle = clock - self._last_write.get(scope, 0.0) >= c.idle_seconds
+                due = clock - self._last_consolidation.get(scope, 0.0) >= c.interval_seconds
+                if idle and due:
+                    self._pending.add(scope)
+                    self._spawn(self._consolidate_bg, scope, "timer")
+
+    # --- replay and consolidation ----------------------------------------------------------
+
+    async def _replay(
+        self,
+        scope: str,
+        rows: list[dict[str, Any]],
+        *,
+        all_rows: list[dict[str, Any]],
+        trigger: str,
+        report: ConsolidationReport | None = None,
+    ) -> list[Decision]:
+        """Decide and apply replay for ``rows`` (buffer items of ``scope``). The caller holds
+        the scope lock."""
+        decisions = await self._decide(scope, rows, all_rows)
+        promoted = [r for r, d in zip(rows, decisions, strict=True) if d.decision == "promote"]
+        extractions = await self.extractor.extract([r["content"] for r in promoted])
+        await self._apply(scope, rows, decisions, extractions, report)
+        return decisions
+
+    async def _decide(
+        self, scope: str, rows: list[dict[str, Any]], all_rows: list[dict[str, Any]]
+    ) -> list[Decision]:
+        counts = consolidation.entity_counts(all_rows)
+        names = {canonical_name(e) for r in rows for e in r.get("entities") or []}
+        support = await self.graph.entity_support(scope, names)
+        c = self.settings.consolidation
+        params = consolidation.ReplayParams(c.tau_consolidation, c.alpha, c.freq_cap)
+        return consolidation.decide(
+            rows, buffer_counts=counts, graph_support=support, params=params
+        )
+
+    async def _apply(
+        self,
+        scope: str,
+        rows: list[dict[str, Any]],
+        decisions: list[Decision],
+        extractions: list[Any],
+        report: ConsolidationReport | None,
+    ) -> None:
+        """Link promoted memories into the graph first, then move the rows: after a crash in
+        between, the row is still in the buffer and re-linking replaces its graph."""
+        stamp = now()
+        by_id = {r["id"]: r for r in rows}
+        extraction_of = dict(
+            zip(
+                [d.id for d in decisions if d.decision == "promote"],
+                extractions,
+                strict=True,
+            )
+        )
+        updated, trashed = [], []
+        for d in decisions:
+            row = by_id[d.id]
+            if d.decision == "promote":
+                checked = linkage.check(extraction_of[d.id])
+                stats = await self.graph.put(scope, d.id, checked, row["created_at"])
+                if report is not None:
+                    report.triples_added += stats.added
+                    report.triples_reinforced += stats.reinforced
+                row["entities"] = list(
+                    dict.fromkeys(
+                        [*(row.get("entities") or []), *(e.name for e in checked.entities)]
+                    )
+                )
+            else:
+                trashed.append(d.id)
+            row.update(
+                tier="longterm" if d.decision == "promote" else "trash",
+                prev_tier="buffer",
+                replay_score=d.replay_score,
+                decision_reason=d.reason,
+                tier_changed_at=stamp,
+            )
+            updated.append(row)
+        if trashed:
+            # A graph left by a crash between linking and moving the row must not outlive it.
+            await self.graph.retract(scope, trashed)
+        await self.episodic.upsert(updated)
+        if report is not None:
+            report.promoted += sum(d.decision == "promote" for d in decisions)
+            report.pruned += len(trashed)
+
+    async def consolidate(
+        self, scope: str | None = None, dry_run: bool = False, trigger: str = "on_demand"
+    ) -> ConsolidationReport:
+        """Replay every buffer item of ``scope`` (or of all scopes): promote or trash."""
+        started = time.perf_counter()
+        if scope is not None:
+            _check_scope(scope)
+            scopes = [scope]
+        else:
+            census = await self.episodic.census()
+            scopes = sorted({s for s, _t in census} | set(self._writes_since))
+        report = ConsolidationReport(scope=scope, dry_run=dry_run, trigger=trigger)
+        async with self._consolidation_lock:
+            for s in scopes:
+                await self._consolidate_scope(s, dry_run, report)
+            if not dry_run:
+                report.purged += await self._purge_expired_trash(scopes)
+                await self.episodic.maintain()
+        report.took_ms = round((time.perf_counter() - started) * 1000, 2)
+        report.finished_at = now()
+        if not dry_run:
+            for s in scopes:
+                self.state.reports[s] = report
+            await self._save_state()
+        return report
+
+    async def _consolidate_scope(
+        self, scope: str, dry_run: bool, report: ConsolidationReport
+    ) -> None:
+        async with self._lock(scope):
+            rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
+            if not dry_run:
+                self._writes_since[scope] = 0
+                self._last_consolidation[scope] = time.monotonic()
+        if not rows:
+            return
+        decisions = await self._decide(scope, rows, rows)
+        report.replayed += len(rows)
+        report.decisions += decisions
+        if dry_run:
+            report.promoted += sum(d.decision == "promote" for d in decisions)
+            report.pruned += sum(d.decision == "trash" for d in decisions)
+            return
+        ids = {r["id"] for r in rows}
+        self._claimed |= ids
+        try:
+            promoted = [r for r, d in zip(rows, decisions, strict=True) if d.decision == "promote"]
+            # The model call happens outside the scope lock: writes go on meanwhile.
+            extractions = await self.extractor.extract([r["content"] for r in promoted])
+            extraction_of = {r["id"]: e for r, e in zip(promoted, extractions, strict=True)}
+            async with self._lock(scope):
+                still = {r["id"] for r in await self.episodic.get(sorted(ids))
+                         if r["tier"] == "buffer"}  # fmt: skip
+                keep = [(r, d) for r, d in zip(rows, decisions, strict=True) if r["id"] in still]
+                await self._apply(
+                    scope,
+                    [r for r, _ in keep],
+                    [d for _, d in keep],
+                    [extraction_of[d.id] for _, d in keep if d.decision == "promote"],
+                    report,
+                )
+        finally:
+            self._claimed -= ids
+            self._claim_released.set()
+
+    async def _purge_expired_trash(self, scopes: list[str]) -> int:
+        days = self.settings.consolidation.trash_retention_days
+        cutoff = now() - timedelta(days=days)
+        purged = 0
+        for scope in scopes:
+            async with self._lock(scope):
+                rows = await self.episodic.scope_rows(scope, ("trash",))
+                old = [r["id"] for r in rows if r["tier_changed_at"] <= cutoff]
+                if old:
+                    await self.graph.retract(scope, old, purge=True)
+                    await self.episodic.delete(old)
+                    purged += len(old)
+        if purged:
+            await self.episodic.purge_history()
+        return purged
+
+    # --- recall ----------------------------------------------------------------------------
+
+    async def recall(
+        self,
+        query: str,
+        scope: str = "default",
+        k: int | None = None,
+        max_chars: int | None = None,
+        paths: list[str] | None = None,
+    ) -> RecallResult:
+        started = time.perf_counter()
+        query = _check_text("query", query, MAX_CONTENT)
+        scope = _check_scope(scope)
+        r = self.settings.retrieval
+        k = r.k if k is None else k
+        max_chars = r.max_chars if max_chars is None else max_chars
+        if not 1 <= k <= 50:
+            raise InvalidInput("k must be between 1 and 50")
+        if max_chars < 200:
+            raise InvalidInput("max_chars must be at least 200")
+        paths = list(PATHS) if paths is None else paths
+        if not paths or any(p not in PATHS for p in paths):
+            raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
+
+        qvec = (await self.embedder.embed([query]))[0]
+        items = []
+        if "episodic" in paths:
+            items = await retrieval.episodic_path(self.episodic, scope, query, qvec, k)
+        facts = []
+        if "graph" in paths:
+            seeds = [it.content for it in items[:3]]
+            facts = await retrieval.graph_path(
+                self.graph, self.embedder, scope, query, qvec, seeds, r.hops, r.max_facts
+            )
+        context, items, facts = retrieval.render(items, facts, max_chars)
+        if items:
+            async with self._lock(scope):
+                await self.episodic.touch([it.id for it in items], now())
+        return RecallResult(
+            context=context,
+            items=items,
+            facts=facts,
+            took_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+
+    # --- forget and restore ----------------------------------------------------------------
+
+    async def forget(
+        self,
+        ids: list[str] | None = None,
+        entity: str | None = None,
+        scope: str = "default",
+        all_in_scope: bool = False,
+        hard: bool = False,
+        dry_run: bool = False,
+    ) -> ForgetResult:
+        scope = _check_scope(scope)
+        ids = _check_ids(ids or [])
+        if entity is not None:
+            entity = _check_text("entity", entity, 500)
+        if not ids and entity is None and not all_in_scope:
+            raise InvalidInput("say what to forget: ids, an entity, or all_in_scope=true")
+        tiers = ("buffer", "longterm", "trash") if hard else ("buffer", "longterm")
+        async with self._lock(scope):
+            rows = await self.episodic.scope_rows(scope, tiers)
+            by_id = {r["id"]: r for r in rows}
+            missing = [i for i in ids if i not in by_id]
+            if missing:
+                raise NotFound(f"no memory {missing[0]} in scope {scope!r} (tiers {list(tiers)})")
+            chosen = set(ids)
+            if all_in_scope:
+                chosen |= set(by_id)
+            if entity is not None:
+                chosen |= self._mentioning(rows, entity)
+                chosen |= await self.graph.memories_mentioning(scope, entity) & set(by_id)
+            chosen_rows = [by_id[i] for i in sorted(chosen)]
+            facts = await self.graph.orphaned_by(scope, sorted(chosen))
+            if dry_run or not chosen_rows:
+                return ForgetResult(
+                    forgotten=len(chosen_rows),
+                    ids=[r["id"] for r in chosen_rows],
+                    facts_removed=facts,
+                    hard=hard,
+                    dry_run=dry_run,
+                )
+            chosen_ids = [r["id"] for r in chosen_rows]
+            if hard:
+                await self.graph.retract(scope, chosen_ids, purge=True)
+                await self.episodic.delete(chosen_ids)
+                await self.episodic.purge_history()
+            else:
+                await self.graph.deactivate(scope, chosen_ids)
+                stamp = now()
+                for row in chosen_rows:
+                    row.update(
+                        prev_tier=row["tier"],
+                        tier="trash",
+                        tier_changed_at=stamp,
+                        decision_reason="forgotten by request",
+                    )
+                full = await self.episodic.get(chosen_ids, vectors=True)
+                for row in full:
+                    row.update({k: by_id[row["id"]][k] for k in (
+                        "prev_tier", "tier", "tier_changed_at", "decision_reason")})  # fmt: skip
+                await self.episodic.upsert(full)
+        logger.info("forgot %d memories in %s (hard=%s)", len(chosen_ids), scope, hard)
+        return ForgetResult(
+            forgotten=len(chosen_ids), ids=chosen_ids, facts_removed=facts, hard=hard
+        )
+
+    @staticmethod
+    def _mentioning(rows: list[dict[str, Any]], entity: str) -> set[str]:
+        key = canonical_name(entity)
+        pattern = re.compile(rf"(?<!\w){re.escape(' '.join(entity.split()))}(?!\w)", re.I)
+        return {
+            r["id"]
+            for r in rows
+            if key in {canonical_name(e) for e in r.get("entities") or []}
+            or pattern.search(r["content"])
+        }
+
+    async def restore(self, ids: list[str], scope: str = "default") -> RestoreResult:
+        """Bring trashed memories back: forgotten ones to the tier they were in, replay-pruned
+        ones to long-term memory (the user overrules the replay decision) and linked."""
+        scope = _check_scope(scope)
+        ids = _check_ids(ids)
+        if not ids:
+            raise InvalidInput("give the ids to restore")
+        async with self._lock(scope):
+            rows = await self.episodic.get(ids, vectors=True)
+            found = {r["id"]: r for r in rows if r["scope"] == scope and r["tier"] == "trash"}
+            missing = [i for i in ids if i not in found]
+            if missing:
+                raise NotFound(f"no trashed memory {missing[0]} in scope {scope!r}")
+            stamp = now()
+            relink = []
+            for row in found.values():
+                pruned = row.get("decision_reason") != "forgotten by request"
+                target = "longterm" if pruned else (row.get("prev_tier") or "buffer")
+                row.update(
+                    tier=target,
+                    prev_tier="trash",
+                    tier_changed_at=stamp,
+                    decision_reason="restored by request",
+                )
+                if target == "longterm":
+                    relink.append(row)
+            await self.graph.activate(scope, [r["id"] for r in relink])
+            for row in relink:
+                if not await self.graph.has_memory(scope, row["id"]):
+                    (extraction,) = await self.extractor.extract([row["content"]])
+                    await self.graph.put(scope, row["id"], linkage.check(extraction), stamp)
+            await self.episodic.upsert(list(found.values()))
+            await self._evict_overflow(scope, self.settings.episodic.capacity)
+        return RestoreResult(restored=len(found), ids=list(found))
+
+    # --- goals and stats -------------------------------------------------------------------
+
+    async def set_goal(self, goal: str, scope: str = "default") -> GoalResult:
+        goal = _check_text("goal", goal, 2000)
+        scope = _check_scope(scope)
+        self.state.goals[scope] = goal
+        await self._save_state()
+        return GoalResult(scope=scope, goal=goal)
+
+    async def stats(self) -> Stats:
+        census = await self.episodic.census()
+        facts = await self.graph.count_facts()
+        scopes = sorted(
+            {s for s, _ in census} | set(self.state.goals) | set(self.state.rejected) | set(facts)
+        )
+        return Stats(
+            data_dir=str(self.home),
+            models={
+                "embedder": self.embedder.id,
+                "tagger": self.tagger.name,
+                "extractor": self.extractor.name,
+            },
+            scopes=[
+                ScopeStats(
+                    scope=s,
+                    goal=self.goal_of(s),
+                    buffer_size=census.get((s, "buffer"), 0),
+                    buffer_capacity=self.settings.episodic.capacity,
+                    longterm=census.get((s, "longterm"), 0),
+                    trash=census.get((s, "trash"), 0),
+                    facts=facts.get(s, 0),
+                    rejected_writes=self.state.rejected.get(s, 0),
+                    last_consolidation=self.state.reports.get(s),
+                )
+                for s in scopes
+            ],
+        )
+
+    async def graph_turtle(self, scope: str) -> str:
+        scope = _check_scope(scope)
+        return await self.graph.turtle(scope, self.settings.retrieval.graph_resource_max_triples)

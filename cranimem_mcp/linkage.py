@@ -1,0 +1,35 @@
+"""The linkage engine (paper B.4): extraction output, checked, into the knowledge graph.
+
+Checks: empty names are dropped, names are whitespace-normalised, unknown types become
+``Other``, relations must join two known, distinct entities (after canonicalisation, so
+"Osaka", "osaka" and " Osaka " are one node) and get a snake_case predicate.
+"""
+
+from __future__ import annotations
+
+from .graph import predicate_name
+from .heuristics import canonical_name
+from .models import ENTITY_TYPES, Entity, Extraction, Relation
+
+
+def check(extraction: Extraction, max_name: int = 200) -> Extraction:
+    entities: dict[str, Entity] = {}
+    for ent in extraction.entities:
+        name = " ".join(ent.name.split())[:max_name]
+        key = canonical_name(name)
+        if not key:
+            continue
+        type_ = ent.type if ent.type in ENTITY_TYPES else "Other"
+        if key not in entities or entities[key].type == "Other":
+            entities[key] = Entity(name=name, type=type_)
+    relations: dict[tuple[str, str, str], Relation] = {}
+    for rel in extraction.relations:
+        s, o = canonical_name(rel.subject), canonical_name(rel.object)
+        if not s or not o or s == o or s not in entities or o not in entities:
+            continue
+        p = predicate_name(rel.predicate)
+        relations.setdefault(
+            (s, p, o),
+            Relation(subject=entities[s].name, predicate=p, object=entities[o].name),
+        )
+    return Extraction(entities=list(entities.values()), relations=list(relations.values()))
