@@ -602,7 +602,7 @@ class MemoryEngine:
             facts = await retrieval.graph_path(
                 self.graph, self.embedder, scope, query, qvec, seeds, r.hops, r.max_facts
             )
-        context, items, facts = retrieval.render(items, facts, max_chars)
+        context, items, facts = retrieval.render(items, facts, max_chars, r.min_score)
         if items:
             async with self._lock(scope):
                 await self.episodic.touch([it.id for it in items], now())

@@ -261,7 +261,7 @@ class EpisodicStore:
 
         def run() -> list[dict[str, Any]]:
             query = self._table.search(vector.tolist()).distance_type("cosine").limit(limit)
-            query = query.where(where, prefilter=True).select(META_COLUMNS)
+            query = query.where(where, prefilter=True).select([*META_COLUMNS, "_distance"])
             return query.to_list()
 
         rows = await self._run(run)

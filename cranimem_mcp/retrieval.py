@@ -72,14 +72,16 @@ def _lines(items: list[RecallItem], facts: list[Fact]) -> list[_Line]:
 
 
 def render(
-    items: list[RecallItem], facts: list[Fact], max_chars: int
+    items: list[RecallItem], facts: list[Fact], max_chars: int, min_score: float = -1.0
 ) -> tuple[str, list[RecallItem], list[Fact]]:
-    """Fit the best lines into ``max_chars`` (>= 200); a line that does not fit whole is cut
-    with an ellipsis when a useful part of it fits."""
+    """Fit the best lines scoring at least ``min_score`` into ``max_chars`` (>= 200); a line
+    that does not fit whole is cut with an ellipsis when a useful part of it fits."""
     budget = max_chars - len(HEADER) - len(FOOTER)
     out: list[str] = []
     kept: list[_Line] = []
     for line in _lines(items, facts):
+        if line.score < min_score:
+            break
         text = line.label + line.body + "\n"
         if len(text) <= budget:
             out.append(text)

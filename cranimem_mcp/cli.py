@@ -1,0 +1,208 @@
+"""The command line: ``cranimem-mcp serve | remember | recall | consolidate | forget |
+restore | goal | stats | demo``. Logging goes to stderr; ``serve`` writes nothing to stdout
+but protocol messages."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from .config import Settings, load_settings
+from .engine import MemoryEngine
+from .errors import CranimemError
+
+logger = logging.getLogger("cranimem_mcp")
+
+
+def _setup_logging(verbose: int) -> None:
+    # LanceDB's Rust core logs to stderr on its own; keep it to errors unless asked.
+    os.environ.setdefault("LANCE_LOG", "error")
+    level = logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    for noisy in ("httpx", "httpcore", "sentence_transformers", "transformers", "mcp"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, help="data directory (default: CRANIMEM_HOME)")
+    p.add_argument("--config", type=Path, help="TOML configuration file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cranimem-mcp", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    _common(p)
+    p.add_argument("--transport", choices=["stdio", "http"])
+    p.add_argument("--host")
+    p.add_argument("--port", type=int)
+    p.add_argument("--allow-remote", action="store_true", default=None)
+
+    p = sub.add_parser("remember", help="store a memory (gated)")
+    _common(p)
+    p.add_argument("content")
+    p.add_argument("--scope", default="default")
+    p.add_argument("--goal")
+    p.add_argument("--source")
+    p.add_argument("--tag", action="append", dest="tags", default=[])
+
+    p = sub.add_parser("recall", help="recall memories and facts for a query")
+    _common(p)
+    p.add_argument("query")
+    p.add_argument("--scope", default="default")
+    p.add_argument("-k", type=int)
+    p.add_argument("--max-chars", type=int)
+    p.add_argument("--path", action="append", dest="paths", choices=["episodic", "graph"])
+
+    p = sub.add_parser("consolidate", help="replay the buffer now")
+    _common(p)
+    p.add_argument("--scope")
+    p.add_argument("--dry-run", action="store_true")
+
+    p = sub.add_parser("forget", help="forget memories (soft unless --hard)")
+    _common(p)
+    p.add_argument("ids", nargs="*")
+    p.add_argument("--entity")
+    p.add_argument("--scope", default="default")
+    p.add_argument("--all-in-scope", action="store_true")
+    p.add_argument("--hard", action="store_true")
+    p.add_argument("--dry-run", action="store_true")
+
+    p = sub.add_parser("restore", help="bring memories back from the trash")
+    _common(p)
+    p.add_argument("ids", nargs="+")
+    p.add_argument("--scope", default="default")
+
+    p = sub.add_parser("goal", help="set a scope's goal")
+    _common(p)
+    p.add_argument("goal")
+    p.add_argument("--scope", default="default")
+
+    p = sub.add_parser("stats", help="per-scope counts")
+    _common(p)
+
+    p = sub.add_parser("demo", help="a narrated tour of the pipeline on a temporary store")
+    _common(p)
+    return parser
+
+
+def _settings(args: argparse.Namespace, **extra: Any) -> Settings:
+    extra.setdefault("home", args.data_dir)
+    return load_settings(args.config, **extra)
+
+
+def _emit(args: argparse.Namespace, result: BaseModel, text: str) -> None:
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(text)
+
+
+async def _one_shot(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    async with MemoryEngine(settings, background=False) as engine:
+        cmd = args.command
+        if cmd == "remember":
+            r = await engine.remember(args.content, args.scope, args.goal, args.source, args.tags)
+            _emit(args, r, f"{r.status} {r.id or ''} (relevance {r.relevance:.3f}): {r.reason}")
+        elif cmd == "recall":
+            r = await engine.recall(args.query, args.scope, args.k, args.max_chars, args.paths)
+            _emit(args, r, r.context)
+        elif cmd == "consolidate":
+            r = await engine.consolidate(args.scope, args.dry_run)
+            _emit(args, r, _report_text(r))
+        elif cmd == "forget":
+            r = await engine.forget(
+                args.ids, args.entity, args.scope, args.all_in_scope, args.hard, args.dry_run
+            )
+            verb = "would forget" if r.dry_run else "forgot"
+            _emit(args, r, f"{verb} {r.forgotten} ({'hard' if r.hard else 'soft'}); "
+                  f"facts removed: {r.facts_removed}; ids: {' '.join(r.ids)}")  # fmt: skip
+        elif cmd == "restore":
+            r = await engine.restore(args.ids, args.scope)
+            _emit(args, r, f"restored {r.restored}: {' '.join(r.ids)}")
+        elif cmd == "goal":
+            r = await engine.set_goal(args.goal, args.scope)
+            _emit(args, r, f"goal of {r.scope}: {r.goal}")
+        elif cmd == "stats":
+            r = await engine.stats()
+            lines = [f"data directory: {r.data_dir}", f"models: {r.models}"]
+            for s in r.scopes:
+                lines.append(
+                    f"{s.scope}: buffer {s.buffer_size}/{s.buffer_capacity}, long-term "
+                    f"{s.longterm}, trash {s.trash}, facts {s.facts}, rejected {s.rejected_writes}"
+                )
+            _emit(args, r, "\n".join(lines))
+
+
+def _report_text(r: Any) -> str:
+    lines = [
+        f"replayed {r.replayed}: promoted {r.promoted}, pruned {r.pruned}, "
+        f"facts added {r.triples_added}, reinforced {r.triples_reinforced} ({r.took_ms:.0f} ms)"
+    ]
+    lines += [f"  {d.decision:8} {d.id}  {d.reason}" for d in r.decisions]
+    return "\n".join(lines)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    from .server import build_server, serve_http
+
+    server_overrides = {
+        k: v
+        for k, v in {
+            "transport": args.transport,
+            "host": args.host,
+            "port": args.port,
+            "allow_remote": args.allow_remote,
+        }.items()
+        if v is not None
+    }
+    base = _settings(args)
+    settings = base.model_copy(update={"server": base.server.model_copy(update=server_overrides)})
+    if server_overrides:
+        settings = Settings.model_validate(settings.model_dump())
+    mcp = build_server(settings)
+    logger.info("data directory %s", settings.home)
+    if settings.server.transport == "http":
+        await serve_http(settings, mcp)
+    else:
+        await mcp.run_stdio_async()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _setup_logging(args.verbose if args.command != "serve" else max(1, args.verbose))
+    try:
+        if args.command == "serve":
+            anyio.run(_serve, args)
+        elif args.command == "demo":
+            from .demo import run_demo
+
+            with tempfile.TemporaryDirectory(prefix="cranimem-demo-") as tmp:
+                settings = _settings(args, home=args.data_dir or Path(tmp))
+                anyio.run(run_demo, settings, print)
+        else:
+            anyio.run(_one_shot, args)
+    except CranimemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
