@@ -250,7 +250,8 @@ class MemoryEngine:
                 )
 
             novelty = 1.0 - max(0.0, nearest)
-            utility = await self.tagger.tag(content, goal, novelty)
+            tagging = await self.tagger.tag(content, goal, novelty)
+            utility = tagging.utility
             entities = [e.name for e in extract_one(content).entities]
             turn = self.state.turns.get(scope, 0) + 1
             self.state.turns[scope] = turn
@@ -280,7 +281,7 @@ class MemoryEngine:
                         "access_count": 0,
                         "last_access": None,
                         "frequency": 1,
-                        "tagged_by": self.tagger.name,
+                        "tagged_by": tagging.tagged_by,
                         "gate_reason": decision.reason,
                         "replay_score": None,
                         "decision_reason": None,
@@ -301,7 +302,7 @@ class MemoryEngine:
             threshold=self.settings.gating.tau_noise,
             utility=utility,
             entities=entities,
-            tagged_by=self.tagger.name,
+            tagged_by=tagging.tagged_by,
             reason=decision.reason,
             buffer=BufferInfo(size=size, capacity=capacity),
             scope=scope,

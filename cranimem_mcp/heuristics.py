@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .models import Entity, Extraction, Judgement, Relation, Utility
+from .models import Entity, Extraction, Judgement, Relation, Tagging, Utility
 
 # --- shared lexical cues ------------------------------------------------------------------
 
@@ -136,8 +136,9 @@ class HeuristicTagger:
             return Judgement(keep=True, kind="fact", reason="a first-person fact about the user")
         return Judgement(keep=False, kind="noise", reason="off-goal and not about the user")
 
-    async def tag(self, content: str, goal: str, novelty: float) -> Utility:
-        return Utility.of(importance(content, goal), _clamp(novelty), emotion(content))
+    async def tag(self, content: str, goal: str, novelty: float) -> Tagging:
+        utility = Utility.of(importance(content, goal), _clamp(novelty), emotion(content))
+        return Tagging(utility=utility, tagged_by=self.name)
 
 
 def importance(content: str, goal: str = "") -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .models import Extraction, Judgement, Utility
+from .models import Extraction, Judgement, Tagging
 
 
 @runtime_checkable
@@ -26,9 +26,10 @@ class Tagger(Protocol):
         drop off-goal chatter."""
         ...
 
-    async def tag(self, content: str, goal: str, novelty: float) -> Utility:
+    async def tag(self, content: str, goal: str, novelty: float) -> Tagging:
         """Importance, surprise and emotion in [0, 1]; ``novelty`` is 1 - the highest cosine
-        similarity to the scope's stored memories (1.0 for an empty scope)."""
+        similarity to the scope's stored memories (1.0 for an empty scope). ``tagged_by``
+        names who really tagged it (a wrapper that fell back says "heuristic")."""
         ...
 
 

@@ -60,6 +60,13 @@ class Utility(BaseModel):
         return cls(importance=i, surprise=s, emotion=e, base=(i + s + e) / 3.0)
 
 
+class Tagging(BaseModel):
+    """A tagger's answer: the utility signals and who produced them (``tagged_by``)."""
+
+    utility: Utility
+    tagged_by: str
+
+
 class Judgement(BaseModel):
     """The second look at a low-relevance write: is it noise, or something to keep?"""
 
@@ -82,6 +89,7 @@ class Relation(BaseModel):
 class Extraction(BaseModel):
     entities: list[Entity] = []
     relations: list[Relation] = []
+    extracted_by: str = "heuristic"
 
 
 class BufferInfo(BaseModel):
