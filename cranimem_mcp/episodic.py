@@ -116,7 +116,7 @@ class EpisodicStore:
         try:
             self._path.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._db = lancedb.connect(str(self._path))
-            if TABLE in self._db.table_names():
+            if TABLE in self._db.list_tables().tables:
                 self._table = self._db.open_table(TABLE)
                 width = self._table.schema.field("vector").type.list_size
                 if width != self._dim:

@@ -365,7 +365,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 # First-person patterns whose object may be a lower-case noun phrase ("tea", "shellfish").
 _FIRST_PERSON_FACTS = re.compile(
-    r"\b(?:i|we)\s+(?:am\s+|'m\s+)?(?:also\s+|now\s+|still\s+|just\s+)?"
+    r"\b(?:i|we|and)\s+(?:am\s+|'m\s+)?(?:also\s+|now\s+|still\s+|just\s+)?"
     r"(live in|lives in|moved to|work at|work for|prefer|am allergic to|'m allergic to|"
     r"allergic to|use|was born in)\s+"
     r"([\w'’\-]+(?:\s+(?!and\b|or\b|over\b|but\b|because\b|with\b|as\b|for\b|in\b|at\b)"
@@ -497,6 +497,8 @@ def extract_one(text: str) -> Extraction:
             person = add_entity(m.group(2), "Person")
             relate("User", f"has_{m.group(1).lower()}", person)
         for m in _FIRST_PERSON_FACTS.finditer(sentence):
+            if m.group().lower().startswith("and") and not user_mentioned:
+                continue  # "... and work at X" counts only in a first-person sentence
             verb = " ".join(m.group(1).lower().replace("’", "'").split())
             predicate = _predicate(verb.replace("'m ", "").replace("am ", "")) or "related_to"
             obj = m.group(2).strip(" .,;:!?")

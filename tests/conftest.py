@@ -1,0 +1,61 @@
+"""Shared fixtures: real LanceDB and rdflib stores in temporary directories, and the real
+MiniLM embedder (loaded once per session) wherever behaviour depends on meaning."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LANCE_LOG", "error")
+
+from cranimem_mcp.config import Settings, load_settings  # noqa: E402
+from cranimem_mcp.embeddings import LocalEmbedder  # noqa: E402
+from cranimem_mcp.engine import MemoryEngine  # noqa: E402
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def minilm() -> LocalEmbedder:
+    """all-MiniLM-L6-v2, the paper's embedder, shared by every test of the session."""
+    return LocalEmbedder("all-MiniLM-L6-v2", threads=1)
+
+
+def make_settings(home: Path, **sections: dict[str, Any]) -> Settings:
+    """Settings for a test: defaults plus per-section overrides, e.g.
+    ``make_settings(tmp_path, episodic={"capacity": 3})``."""
+    base = load_settings(home=home)
+    data = base.model_dump()
+    for section, values in sections.items():
+        if isinstance(values, dict):
+            data[section].update(values)
+        else:
+            data[section] = values
+    return Settings.model_validate(data)
+
+
+@pytest.fixture
+def open_engine(
+    tmp_path: Path, minilm: LocalEmbedder
+) -> Callable[..., Any]:
+    """``async with open_engine(consolidation={...}) as engine:`` on a fresh data dir
+    (``home=`` to reopen an existing one). Background consolidation is off unless asked."""
+
+    @asynccontextmanager
+    async def opener(
+        home: Path | None = None, background: bool = False, **sections: dict[str, Any]
+    ) -> AsyncIterator[MemoryEngine]:
+        settings = make_settings(home or tmp_path / "data", **sections)
+        async with MemoryEngine(settings, embedder=minilm, background=background) as engine:
+            yield engine
+
+    return opener

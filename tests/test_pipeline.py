@@ -1,0 +1,168 @@
+"""The episodic buffer (B.2), replay (B.3), linkage (B.4) and recall (B.5), end to end on
+real LanceDB and rdflib stores with real MiniLM embeddings."""
+
+from __future__ import annotations
+
+import pytest
+
+from cranimem_mcp.consolidation import ReplayParams, decide, entity_counts
+
+pytestmark = pytest.mark.anyio
+TRIP = "Help the user plan their trip to Japan in May"
+TRIP_FACTS = [
+    "We land at Narita airport on May 3rd.",
+    "I am allergic to shellfish, so no seafood restaurants please.",
+    "My budget for hotels is about 150 dollars a night.",
+    "I prefer ryokans with private onsen over big chain hotels.",
+    "I want to see the Fushimi Inari shrine in Kyoto early in the morning.",
+    "Book a day trip from Tokyo to Nikko on May 6th.",
+]
+
+
+async def test_buffer_never_exceeds_capacity_and_overflow_goes_through_replay(open_engine):
+    async with open_engine(episodic={"capacity": 3}, consolidation={"every_n_writes": 0}) as engine:
+        await engine.set_goal(TRIP)
+        ids, evicted = [], []
+        for text in TRIP_FACTS:
+            result = await engine.remember(text)
+            assert result.status == "stored"
+            assert result.buffer.size <= 3
+            assert await engine.episodic.count("default", ("buffer",)) <= 3
+            ids.append(result.id)
+            evicted += result.evicted
+        # The three oldest left the buffer through replay, oldest first, none silently.
+        assert [d.id for d in evicted] == ids[:3]
+        rows = {r["id"]: r for r in await engine.episodic.scope_rows("default", None)}
+        assert len(rows) == 6
+        for decision in evicted:
+            expected = "longterm" if decision.decision == "promote" else "trash"
+            assert rows[decision.id]["tier"] == expected
+            assert rows[decision.id]["replay_score"] == pytest.approx(decision.replay_score)
+        assert {rows[i]["tier"] for i in ids[3:]} == {"buffer"}
+
+
+async def test_exact_duplicate_is_merged_not_stored_twice(open_engine):
+    async with open_engine() as engine:
+        first = await engine.remember("I prefer tea over coffee in the morning.")
+        again = await engine.remember("  i prefer TEA over coffee in the morning. ")
+        assert again.status == "merged"
+        assert again.id == first.id
+        rows = await engine.episodic.scope_rows("default", None)
+        assert len(rows) == 1 and rows[0]["frequency"] == 2
+
+
+async def test_low_replay_item_goes_to_trash_and_restore_brings_it_back(open_engine):
+    async with open_engine(consolidation={"tau_consolidation": 0.45}) as engine:
+        await engine.set_goal(TRIP)
+        strong = await engine.remember("I am allergic to shellfish, so no seafood please!")
+        await engine.remember("The Japan Rail Pass costs more than single tickets.")
+        # A near-repeat of what is already stored: little surprise, so little utility.
+        weak = await engine.remember("The Japan Rail Pass costs more than buying single tickets.")
+        assert weak.utility.base < 0.45 < strong.utility.base
+        report = await engine.consolidate("default")
+        by_id = {d.id: d for d in report.decisions}
+        assert by_id[weak.id].decision == "trash" and "<= tau" in by_id[weak.id].reason
+        assert by_id[strong.id].decision == "promote"
+        (scope,) = (await engine.stats()).scopes
+        assert scope.buffer_size == 0 and scope.trash >= 1
+        recalled = await engine.recall("How much does the rail pass cost?")
+        assert weak.id not in {it.id for it in recalled.items}
+
+        restored = await engine.restore([weak.id])
+        assert restored.ids == [weak.id]
+        recalled = await engine.recall("How much does the rail pass cost?")
+        assert weak.id in {it.id for it in recalled.items}
+        (row,) = await engine.episodic.get([weak.id])
+        assert row["tier"] == "longterm"
+
+
+def test_repeated_entity_raises_the_replay_score():
+    params = ReplayParams(tau_consolidation=0.3, alpha=0.5, freq_cap=4)
+    lonely = {"id": "m_" + "1" * 20, "entities": ["Kyoto"], "base_utility": 0.4}
+    echoed = {"id": "m_" + "2" * 20, "entities": ["Osaka"], "base_utility": 0.4}
+    echo = {"id": "m_" + "3" * 20, "entities": ["osaka "], "base_utility": 0.4}
+    rows = [lonely, echoed, echo]
+    counts = entity_counts(rows)
+    d_lonely, d_echoed, _ = decide(rows, buffer_counts=counts, graph_support={}, params=params)
+    assert d_echoed.replay_score > d_lonely.replay_score == pytest.approx(0.4)
+    # ... and so does an entity the graph already knows.
+    (d_known,) = decide([lonely], buffer_counts=counts, graph_support={"kyoto": 2}, params=params)
+    assert d_known.replay_score > d_lonely.replay_score
+    # Enough repetition flips a borderline item from trash to promote.
+    border = ReplayParams(tau_consolidation=0.42, alpha=0.5, freq_cap=4)
+    (alone,) = decide([echoed], buffer_counts={}, graph_support={}, params=border)
+    (again,) = decide([echoed], buffer_counts=counts, graph_support={}, params=border)
+    assert (alone.decision, again.decision) == ("trash", "promote")
+
+
+async def test_entity_repeated_across_the_buffer_raises_the_score_in_a_real_replay(open_engine):
+    # The gate is not under test here: let every write in.
+    async with open_engine(
+        consolidation={"tau_consolidation": 0.33}, gating={"tau_noise": -1.0}
+    ) as engine:
+        a = await engine.remember("Hoshino Resorts is based in Karuizawa.")
+        dry = await engine.consolidate("default", dry_run=True)
+        alone = dry.decisions[0].replay_score
+        b = await engine.remember("Kenji works at Hoshino Resorts.")
+        report = await engine.consolidate("default")
+        by_id = {d.id: d for d in report.decisions}
+        assert by_id[a.id].replay_score > alone
+        assert "entity repeats 1" in by_id[a.id].reason
+        assert "entity repeats 1" in by_id[b.id].reason
+
+
+async def test_two_hop_question_is_answered_from_graph_facts(open_engine):
+    async with open_engine() as engine:
+        await engine.set_goal("Help the user with their colleagues and companies")
+        a = await engine.remember("Alice works at Acme Robotics.")
+        b = await engine.remember("Acme Robotics is based in Berlin.")
+        await engine.remember("Bob works at Globex.")
+        await engine.consolidate()
+        result = await engine.recall(
+            "Where is the company that Alice works for based?", paths=["graph"]
+        )
+        # No single memory says where Alice's company is; the walk Alice -> Acme -> Berlin does.
+        triples = {(f.subject, f.predicate, f.object): f for f in result.facts}
+        assert ("Alice", "works_at", "Acme Robotics") in triples
+        hop2 = triples[("Acme Robotics", "based_in", "Berlin")]
+        assert hop2.hops == 2 and hop2.sources == [b.id]
+        assert triples[("Alice", "works_at", "Acme Robotics")].sources == [a.id]
+        assert "Berlin" in result.context and result.items == []
+        assert ("Bob", "works_at", "Globex") not in triples
+
+
+async def test_repeated_fact_is_reinforced_not_duplicated(open_engine):
+    async with open_engine() as engine:
+        await engine.set_goal("Help the user with their colleagues and companies")
+        await engine.remember("Alice works at Acme Robotics.")
+        await engine.consolidate()
+        await engine.remember("As I said, Alice works at Acme Robotics since 2019.")
+        report = await engine.consolidate()
+        assert report.triples_reinforced == 1
+        result = await engine.recall("Alice", paths=["graph"])
+        works = [f for f in result.facts if f.predicate == "works_at"]
+        assert len(works) == 1 and works[0].support == 2
+
+
+async def test_recall_merges_both_paths_with_labels_and_counts_access(open_engine):
+    async with open_engine() as engine:
+        await engine.set_goal(TRIP)
+        kept = await engine.remember("I am allergic to shellfish, so no seafood restaurants.")
+        await engine.consolidate()
+        recent = await engine.remember("We land at Narita airport on May 3rd.")
+        result = await engine.recall("Which food must I avoid and when do we land?")
+        paths = {it.id: it.path for it in result.items}
+        assert paths[kept.id] == "memory" and paths[recent.id] == "recent"
+        assert f"[memory {kept.id} " in result.context
+        assert f"[recent {recent.id} " in result.context
+        assert "[fact " in result.context
+        (row,) = await engine.episodic.get([kept.id])
+        assert row["access_count"] == 1
+
+
+async def test_scopes_do_not_mix(open_engine):
+    async with open_engine() as engine:
+        await engine.remember("I work at Acme Robotics.", scope="work")
+        await engine.remember("I live in Paris with my partner Alex.", scope="home")
+        result = await engine.recall("Where do I work?", scope="home")
+        assert all("Acme" not in it.content for it in result.items)
