@@ -56,11 +56,31 @@ class RetrievalSettings(BaseModel):
 
 
 class ModelSettings(BaseModel):
-    embedder: Literal["local"] = "local"
+    # "auto": Ollama when it answers at startup (and has the model), else the local fallback.
+    embedder: Literal["auto", "ollama", "local"] = "auto"
     embedder_model: str = "all-MiniLM-L6-v2"
-    tagger: Literal["heuristic"] = "heuristic"
-    extractor: Literal["heuristic"] = "heuristic"
+    tagger: Literal["auto", "ollama", "heuristic"] = "auto"
+    extractor: Literal["auto", "ollama", "heuristic"] = "auto"
     torch_threads: int = Field(1, ge=1, le=64)
+
+
+class OllamaSettings(BaseModel):
+    """The Ollama backend. ``host`` None follows the ollama client: ``OLLAMA_HOST``, else
+    http://127.0.0.1:11434."""
+
+    host: str | None = None
+    embed_model: str = "all-minilm"
+    tagger_model: str = "qwen2.5-coder:1.5b"
+    extractor_model: str = "qwen2.5-coder:1.5b"
+    timeout_seconds: float = Field(30.0, gt=0.0, le=3600.0)
+    probe_timeout_seconds: float = Field(1.5, gt=0.0, le=60.0)
+    cooldown_seconds: float = Field(30.0, ge=0.0)
+    keep_alive: str = "10m"
+    concurrency: int = Field(2, ge=1, le=64)
+    num_ctx: int = Field(4096, ge=512, le=131_072)
+    embed_batch_size: int = Field(32, ge=1, le=1024)
+    extract_batch_size: int = Field(4, ge=1, le=32)
+    max_calls_per_consolidation: int = Field(24, ge=0, le=10_000)
 
 
 class ServerSettings(BaseModel):
@@ -88,6 +108,7 @@ class Settings(BaseSettings):
     consolidation: ConsolidationSettings = ConsolidationSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     models: ModelSettings = ModelSettings()
+    ollama: OllamaSettings = OllamaSettings()
     server: ServerSettings = ServerSettings()
 
     @field_validator("home")

@@ -33,7 +33,7 @@ from .episodic import EpisodicStore
 from .errors import ConfigError, InvalidInput, NotFound
 from .graph import GraphStore
 from .heuristics import HeuristicExtractor, HeuristicTagger, canonical_name, extract_one
-from .llm import Extractor, Tagger
+from .llm import Extractor, Tagger, current_meter, metered
 from .models import (
     MEMORY_ID_RE,
     SCOPE_RE,
@@ -110,6 +110,7 @@ class MemoryEngine:
         tagger: Tagger | None = None,
         extractor: Extractor | None = None,
         background: bool = True,
+        model_notes: dict[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.home = settings.home
@@ -118,6 +119,12 @@ class MemoryEngine:
         )
         self.tagger = tagger or HeuristicTagger()
         self.extractor = extractor or HeuristicExtractor()
+        # With an LLM tagger/extractor, items that fell back to the heuristics (tagged_by /
+        # extracted_by "heuristic") are redone at a later consolidation.
+        self._llm_tagger = self.tagger.name != HeuristicTagger.name
+        self._llm_extractor = self.extractor.name != HeuristicExtractor.name
+        self._heuristic_extractor = HeuristicExtractor()
+        self._model_notes = dict(model_notes or {})  # why each model was chosen (stats)
         self._background = background
         self.episodic = EpisodicStore(self.home / "episodic", self.embedder.dim)
         self.graph = GraphStore(self.home / "graph")
@@ -421,8 +428,12 @@ class MemoryEngine:
         the scope lock."""
         decisions = await self._decide(scope, rows, all_rows)
         promoted = [r for r, d in zip(rows, decisions, strict=True) if d.decision == "promote"]
-        extractions = await self.extractor.extract([r["content"] for r in promoted])
+        # Why: this runs inside remember, under the scope lock; an LLM call here would hold
+        # the write for seconds. The heuristics link it now, the LLM redoes it later.
+        extractions = await self._heuristic_extractor.extract([r["content"] for r in promoted])
         await self._apply(scope, rows, decisions, extractions, report)
+        if promoted and self._llm_extractor:
+            await self._save_state()
         return decisions
 
     async def _decide(
@@ -460,6 +471,7 @@ class MemoryEngine:
         for d in decisions:
             row = by_id[d.id]
             if d.decision == "promote":
+                self._note_extraction(scope, d.id, extraction_of[d.id])
                 checked = linkage.check(extraction_of[d.id])
                 stats = await self.graph.put(scope, d.id, checked, row["created_at"])
                 if report is not None:
@@ -500,9 +512,15 @@ class MemoryEngine:
             census = await self.episodic.census()
             scopes = sorted({s for s, _t in census} | set(self._writes_since))
         report = ConsolidationReport(scope=scope, dry_run=dry_run, trigger=trigger)
+        budget = self.settings.ollama.max_calls_per_consolidation
         async with self._consolidation_lock:
-            for s in scopes:
-                await self._consolidate_scope(s, dry_run, report)
+            with metered(budget) as meter:
+                for s in scopes:
+                    await self._consolidate_scope(s, dry_run, report)
+            report.llm_calls = meter.calls
+            report.llm_prompt_tokens = meter.prompt_tokens
+            report.llm_completion_tokens = meter.completion_tokens
+            report.llm_fallbacks = meter.fallbacks
             if not dry_run:
                 report.purged += await self._purge_expired_trash(scopes)
                 await self.episodic.maintain()
@@ -517,6 +535,13 @@ class MemoryEngine:
     async def _consolidate_scope(
         self, scope: str, dry_run: bool, report: ConsolidationReport
     ) -> None:
+        if not dry_run:
+            await self._retag(scope, report)
+        await self._replay_scope(scope, dry_run, report)
+        if not dry_run:
+            await self._reextract(scope, report)
+
+    async def _replay_scope(self, scope: str, dry_run: bool, report: ConsolidationReport) -> None:
         async with self._lock(scope):
             rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
             if not dry_run:
@@ -552,6 +577,69 @@ class MemoryEngine:
         finally:
             self._claimed -= ids
             self._claim_released.set()
+
+    def _note_extraction(self, scope: str, memory_id: str, extraction: Any) -> None:
+        """Queue a memory linked by the heuristic fallback for re-extraction by the LLM."""
+        if self._llm_extractor and extraction.extracted_by == HeuristicExtractor.name:
+            pending = self.state.reextract.setdefault(scope, [])
+            if memory_id not in pending:
+                pending.append(memory_id)
+
+    async def _retag(self, scope: str, report: ConsolidationReport) -> None:
+        """Re-tag buffer items that the heuristic tagger tagged because the LLM failed. Uses
+        at most half of the run's call budget; stops at the first renewed failure."""
+        if not self._llm_tagger:
+            return
+        async with self._lock(scope):
+            rows = await self.episodic.scope_rows(scope, ("buffer",))
+        for row in (r for r in rows if r.get("tagged_by") == HeuristicTagger.name):
+            meter = current_meter()
+            if meter is not None and meter.limit is not None and meter.calls * 2 >= meter.limit:
+                return
+            # The heuristic stored novelty as its surprise signal.
+            novelty = float(row.get("surprise") or 0.0)
+            tagging = await self.tagger.tag(row["content"], row.get("goal") or "", novelty)
+            if tagging.tagged_by == HeuristicTagger.name:
+                return
+            u = tagging.utility
+            async with self._lock(scope):
+                await self.episodic.update(
+                    [row["id"]],
+                    {
+                        "importance": u.importance,
+                        "surprise": u.surprise,
+                        "emotion": u.emotion,
+                        "base_utility": u.base,
+                        "tagged_by": tagging.tagged_by,
+                    },
+                )
+            report.retagged += 1
+
+    async def _reextract(self, scope: str, report: ConsolidationReport) -> None:
+        """Re-link long-term memories whose extraction fell back to the heuristics."""
+        pending = list(self.state.reextract.get(scope, []))
+        if not pending or not self._llm_extractor:
+            return
+        rows = [r for r in await self.episodic.get(pending) if r["scope"] == scope]
+        todo = [r for r in rows if r["tier"] == "longterm"]
+        extractions = await self.extractor.extract([r["content"] for r in todo]) if todo else []
+        done: set[str] = set()
+        async with self._lock(scope):
+            current = {r["id"]: r for r in await self.episodic.get([r["id"] for r in todo])}
+            for row, extraction in zip(todo, extractions, strict=True):
+                now_row = current.get(row["id"])
+                if extraction.extracted_by == HeuristicExtractor.name or now_row is None:
+                    continue
+                if now_row["tier"] != "longterm":
+                    continue
+                await self.graph.put(scope, row["id"], linkage.check(extraction), row["created_at"])
+                done.add(row["id"])
+        # Trashed ones stay queued (a restore may bring them back); purged ones are dropped.
+        alive = {r["id"] for r in rows}
+        self.state.reextract[scope] = [i for i in pending if i in alive and i not in done]
+        if not self.state.reextract[scope]:
+            del self.state.reextract[scope]
+        report.reextracted += len(done)
 
     async def _purge_expired_trash(self, scopes: list[str]) -> int:
         days = self.settings.consolidation.trash_retention_days
@@ -720,6 +808,7 @@ class MemoryEngine:
             for row in relink:
                 if not await self.graph.has_memory(scope, row["id"]):
                     (extraction,) = await self.extractor.extract([row["content"]])
+                    self._note_extraction(scope, row["id"], extraction)
                     await self.graph.put(scope, row["id"], linkage.check(extraction), stamp)
             await self.episodic.upsert(list(found.values()))
             await self._evict_overflow(scope, self.settings.episodic.capacity)
@@ -746,6 +835,7 @@ class MemoryEngine:
                 "embedder": self.embedder.id,
                 "tagger": self.tagger.name,
                 "extractor": self.extractor.name,
+                **{f"{role}_reason": why for role, why in self._model_notes.items()},
             },
             scopes=[
                 ScopeStats(
@@ -761,7 +851,22 @@ class MemoryEngine:
                 )
                 for s in scopes
             ],
+            fallbacks=self._fallback_counts(),
         )
+
+    def _fallback_counts(self) -> dict[str, int]:
+        """Model calls the heuristics answered instead (by kind), and work queued for redo."""
+        counts: dict[str, int] = {}
+        found = (getattr(getattr(x, "backend", None), "usage", None) for x in (
+            self.tagger, self.extractor))  # fmt: skip
+        usages = {id(u): u for u in found if u is not None}
+        for usage in usages.values():
+            for kind, n in usage.fallbacks.items():
+                counts[kind] = counts.get(kind, 0) + n
+        pending = sum(len(ids) for ids in self.state.reextract.values())
+        if pending:
+            counts["pending_reextract"] = pending
+        return counts
 
     async def graph_turtle(self, scope: str) -> str:
         scope = _check_scope(scope)

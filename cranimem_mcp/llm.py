@@ -8,6 +8,10 @@ never sees a score outside [0, 1] or an untyped entity.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .models import Extraction, Judgement, Tagging
@@ -41,3 +45,38 @@ class Extractor(Protocol):
     async def extract(self, texts: list[str]) -> list[Extraction]:
         """One extraction per text, in order (batched so an LLM sees several at once)."""
         ...
+
+
+@dataclass
+class CallMeter:
+    """Counts the model calls made inside one unit of work (a consolidation run) and caps
+    them at ``limit``: an implementation that calls a model checks :meth:`allows` first and
+    falls back when the budget is spent."""
+
+    limit: int | None = None
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    fallbacks: int = 0
+
+    def allows(self, calls: int = 1) -> bool:
+        return self.limit is None or self.calls + calls <= self.limit
+
+
+_meter: ContextVar[CallMeter | None] = ContextVar("cranimem_call_meter", default=None)
+
+
+@contextmanager
+def metered(limit: int | None) -> Iterator[CallMeter]:
+    """Model calls awaited inside this block (in this task) are counted on, and limited by,
+    the yielded meter. Concurrent work in other tasks (a ``remember``) is not."""
+    meter = CallMeter(limit=limit)
+    token = _meter.set(meter)
+    try:
+        yield meter
+    finally:
+        _meter.reset(token)
+
+
+def current_meter() -> CallMeter | None:
+    return _meter.get()

@@ -160,6 +160,12 @@ class ConsolidationReport(BaseModel):
     trigger: str = "on_demand"
     finished_at: datetime | None = None
     took_ms: float = 0.0
+    llm_calls: int = Field(0, description="Model calls made by this run (within its budget)")
+    llm_prompt_tokens: int = 0
+    llm_completion_tokens: int = 0
+    llm_fallbacks: int = Field(0, description="Items the heuristics handled instead")
+    retagged: int = Field(0, description="Fallback-tagged buffer items re-tagged by the LLM")
+    reextracted: int = Field(0, description="Fallback-linked memories re-extracted by the LLM")
 
 
 class ForgetResult(BaseModel):

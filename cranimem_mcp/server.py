@@ -37,6 +37,7 @@ from .models import (
     RememberResult,
     RestoreResult,
 )
+from .providers import select_providers
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,17 @@ def build_server(settings: Settings, engine: MemoryEngine | None = None) -> MCPS
         if engine is not None:
             yield engine
             return
-        async with MemoryEngine(settings) as opened:
+        # Bounded by ollama.probe_timeout_seconds: initialize is never held longer.
+        async with (
+            await select_providers(settings) as providers,
+            MemoryEngine(
+                settings,
+                embedder=providers.embedder,
+                tagger=providers.tagger,
+                extractor=providers.extractor,
+                model_notes=providers.reasons,
+            ) as opened,
+        ):
             yield opened
 
     mcp = MCPServer("cranimem", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0")

@@ -20,6 +20,8 @@ class EngineState(BaseModel):
     rejected: dict[str, int] = {}
     reports: dict[str, ConsolidationReport] = {}
     embedder: dict[str, Any] | None = None
+    # Long-term memories linked by the heuristic fallback, to re-extract with the LLM.
+    reextract: dict[str, list[str]] = {}
 
 
 def load_state(path: Path) -> EngineState:

@@ -8,10 +8,11 @@ JSON strings, consumed in order) or, when none is queued, from a small rule-base
 that answers whatever schema ``format`` carries. Embeddings are hashed bags of words:
 deterministic, unit length, and similar for texts that share words.
 
+"busy" answers normally after 50 ms (to observe concurrency, ``max_in_flight``).
 Failure modes (``fail(mode, times=n)``, applied to the next n calls of ``/api/chat`` and
 ``/api/embed``): "slow" (sleeps past any timeout until the test ends), "http500",
 "malformed" (content that is not JSON), "wrong_shape" (JSON of another shape), "length"
-(``done_reason="length"``, content cut off), "garbage" (an HTTP body that is not JSON).
+(``done_reason="length"``), "garbage" (an HTTP body that is not JSON).
 An unknown model gets Ollama's 404. Connection refused is a port nobody listens on:
 :func:`refused_host`.
 """
@@ -69,6 +70,8 @@ class FakeOllama:
     failures: list[str] = field(default_factory=list)
     host: str = ""
     release: threading.Event = field(default_factory=threading.Event)
+    in_flight: int = 0
+    max_in_flight: int = 0
 
     # --- control ------------------------------------------------------------------------
 
@@ -99,8 +102,13 @@ class FakeOllama:
         if self._known(body.get("model", "")) is None:
             return _not_found(body.get("model", ""))
         mode = self._failure()
-        if early := await _early(mode, self.release):
-            return early
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if early := await _early(mode, self.release):
+                return early
+        finally:
+            self.in_flight -= 1
         content = self.chat_replies.pop(0) if self.chat_replies else respond(body)
         done_reason = "stop"
         if mode == "malformed":
@@ -108,7 +116,7 @@ class FakeOllama:
         elif mode == "wrong_shape":
             content = json.dumps({"answer": "yes", "score": "high"})
         elif mode == "length":
-            content, done_reason = content[: max(1, len(content) // 2)], "length"
+            done_reason = "length"  # the content may even parse: it is still cut off
         return JSONResponse(
             {
                 "model": body["model"],
@@ -165,9 +173,9 @@ class FakeOllama:
                 "modelfile": "FROM fake",
                 "details": {"format": "gguf"},
                 "model_info": self.models[model],
-                "capabilities": ["embedding"] if "bert" in str(self.models[model]) else [
-                    "completion"
-                ],
+                "capabilities": ["embedding"]
+                if "bert" in str(self.models[model])
+                else ["completion"],
             }
         )
 
@@ -198,6 +206,8 @@ async def _early(mode: str | None, release: threading.Event) -> Response | None:
         # Longer than any timeout under test; released when the server stops.
         await anyio.to_thread.run_sync(release.wait, 60.0)
         return JSONResponse({"error": "too late"}, status_code=500)
+    if mode == "busy":
+        await anyio.sleep(0.05)  # long enough for concurrent calls to overlap
     if mode == "http500":
         return JSONResponse({"error": "llama runner process has terminated"}, status_code=500)
     if mode == "garbage":
@@ -218,7 +228,8 @@ def respond(body: dict[str, Any]) -> str:
         score = 0.9 if relevant else 0.2
         return json.dumps({"importance": score, "surprise": 0.4, "emotion": 0.1})
     if "keep" in props:
-        keep = " i " in f" {user.lower()} " or "my " in user.lower()
+        message = user.split("<<<")[-1]
+        keep = re.search(r"\b(i|my)\b", message, re.I) is not None
         kind = "constraint" if keep else "noise"
         return json.dumps({"keep": keep, "kind": kind, "reason": f"fake judged {kind}"})
     if "items" in props:

@@ -1,0 +1,198 @@
+"""Provider selection: which embedder, tagger and extractor a server or CLI run uses.
+
+``models.embedder`` is "auto" | "ollama" | "local"; ``models.tagger`` and
+``models.extractor`` are "auto" | "ollama" | "heuristic". "auto" asks Ollama once at startup,
+bounded by ``ollama.probe_timeout_seconds`` so the MCP ``initialize`` is never held longer:
+when it answers and has the configured model, Ollama is used, otherwise the local/heuristic
+fallback. Every choice and its reason is logged and kept in :attr:`Providers.reasons`.
+
+The embedder is special: vector spaces never mix. For a data directory that already records
+an embedder, "auto" keeps that one (an Ollama-filled store with Ollama down is an error, not a
+silent switch to another space); ``cranimem-mcp reembed`` changes it on request.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Settings
+from .embeddings import Embedder, LocalEmbedder
+from .errors import BackendUnavailable, ConfigError
+from .heuristics import HeuristicExtractor, HeuristicTagger
+from .llm import Extractor, Tagger
+from .ollama import OllamaBackend, OllamaEmbedder, OllamaExtractor, OllamaTagger, has_model
+from .ollama import prompts_dir as find_prompts
+from .state import load_state
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Providers:
+    embedder: Embedder
+    tagger: Tagger
+    extractor: Extractor
+    backend: OllamaBackend | None = None
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    async def aclose(self) -> None:
+        if self.backend is not None:
+            await self.backend.aclose()
+
+    async def __aenter__(self) -> Providers:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "embedder": self.embedder.id,
+            "tagger": self.tagger.name,
+            "extractor": self.extractor.name,
+            **{f"{k}_reason": v for k, v in self.reasons.items()},
+        }
+
+
+def backend_for(settings: Settings) -> OllamaBackend:
+    o = settings.ollama
+    return OllamaBackend(
+        o.host,
+        timeout=o.timeout_seconds,
+        concurrency=o.concurrency,
+        keep_alive=o.keep_alive,
+        num_ctx=o.num_ctx,
+        cooldown=o.cooldown_seconds,
+    )
+
+
+def local_embedder(settings: Settings) -> LocalEmbedder:
+    return LocalEmbedder(settings.models.embedder_model, settings.models.torch_threads)
+
+
+def recorded_embedder(settings: Settings) -> dict[str, Any] | None:
+    path = settings.home / "state.json"
+    return load_state(path).embedder if path.exists() else None
+
+
+async def select_providers(settings: Settings, *, embedder: str | None = None) -> Providers:
+    """Build the run's providers (``embedder`` overrides ``models.embedder``, for reembed).
+    Raises ``BackendUnavailable`` only when Ollama is required and cannot serve."""
+    m, o = settings.models, settings.ollama
+    embedder_choice = embedder or m.embedder
+    backend: OllamaBackend | None = None
+    available: list[str] | None = None
+    probe_error = ""
+    if "ollama" in (embedder_choice, m.tagger, m.extractor) or "auto" in (
+        embedder_choice,
+        m.tagger,
+        m.extractor,
+    ):
+        backend = backend_for(settings)
+        try:
+            available = await backend.models(timeout=o.probe_timeout_seconds)
+            logger.info("Ollama at %s answers; models: %s", backend.host, ", ".join(available))
+        except BackendUnavailable as exc:
+            probe_error = str(exc)
+            logger.warning("Ollama probe failed: %s", exc)
+    reasons: dict[str, str] = {}
+    try:
+        chosen = await _embedder(
+            settings, embedder_choice, backend, available, probe_error, reasons
+        )
+        prompts = find_prompts(None)
+        tagger: Tagger = HeuristicTagger()
+        extractor: Extractor = HeuristicExtractor()
+        if _use_ollama("tagger", m.tagger, o.tagger_model, available, probe_error, reasons):
+            assert backend is not None
+            tagger = OllamaTagger(backend, o.tagger_model, prompts)
+        if _use_ollama(
+            "extractor", m.extractor, o.extractor_model, available, probe_error, reasons
+        ):
+            assert backend is not None
+            extractor = OllamaExtractor(backend, o.extractor_model, prompts, o.extract_batch_size)
+    except BaseException:
+        if backend is not None:
+            await backend.aclose()
+        raise
+    uses_backend = (
+        isinstance(chosen, OllamaEmbedder)
+        or isinstance(tagger, OllamaTagger)
+        or isinstance(extractor, OllamaExtractor)
+    )
+    if backend is not None and not uses_backend:
+        await backend.aclose()
+        backend = None
+    providers = Providers(chosen, tagger, extractor, backend, reasons)
+    for role, reason in providers.reasons.items():
+        logger.info("%s: %s", role, reason)
+    return providers
+
+
+def _use_ollama(
+    role: str,
+    choice: str,
+    model: str,
+    available: list[str] | None,
+    probe_error: str,
+    reasons: dict[str, str],
+) -> bool:
+    if choice == "heuristic":
+        reasons[role] = "heuristic (configured)"
+        return False
+    if choice == "ollama":
+        # Configured explicitly: use Ollama even if it is down now; each call falls back and
+        # the engine re-tags at a later consolidation once it answers.
+        note = "" if available is not None else f"; not answering at startup: {probe_error}"
+        reasons[role] = f"ollama:{model} (configured{note})"
+        return True
+    if available is None:
+        reasons[role] = f"heuristic (auto: {probe_error})"
+        return False
+    if not has_model(available, model):
+        reasons[role] = f"heuristic (auto: model {model} not pulled; ollama pull {model})"
+        return False
+    reasons[role] = f"ollama:{model} (auto: Ollama answered)"
+    return True
+
+
+async def _embedder(
+    settings: Settings,
+    choice: str,
+    backend: OllamaBackend | None,
+    available: list[str] | None,
+    probe_error: str,
+    reasons: dict[str, str],
+) -> Embedder:
+    o = settings.ollama
+    if choice == "auto":
+        known = recorded_embedder(settings)
+        if known is not None:
+            choice = "ollama" if str(known["id"]).startswith("ollama:") else "local"
+            if choice == "ollama" and known["id"] != f"ollama:{o.embed_model}":
+                raise ConfigError(
+                    f"the data directory {settings.home} was filled by {known['id']}, but "
+                    f"ollama.embed_model is {o.embed_model}; set it back or run "
+                    "`cranimem-mcp reembed`"
+                )
+            reasons["embedder"] = f"{known['id']} (auto: the store was filled by it)"
+        elif available is not None and has_model(available, o.embed_model):
+            choice = "ollama"
+            reasons["embedder"] = f"ollama:{o.embed_model} (auto: Ollama answered)"
+        else:
+            why = probe_error or f"model {o.embed_model} not pulled; ollama pull {o.embed_model}"
+            reasons["embedder"] = f"local (auto: {why})"
+            return local_embedder(settings)
+    else:
+        reasons["embedder"] = f"{choice} (configured)"
+    if choice == "local":
+        return local_embedder(settings)
+    assert backend is not None
+    if available is None:
+        raise BackendUnavailable(
+            f"the embedder is Ollama's {o.embed_model}, but Ollama does not answer: {probe_error}"
+        )
+    dim = await backend.embedding_dim(o.embed_model, timeout=max(o.probe_timeout_seconds, 5.0))
+    return OllamaEmbedder(backend, o.embed_model, dim, o.embed_batch_size)
