@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import ConfigError
@@ -25,18 +25,24 @@ DEFAULT_GOAL = (
 )
 
 
-class GatingSettings(BaseModel):
+class _Section(BaseModel):
+    """A configuration section: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class GatingSettings(_Section):
     tau_noise: float = Field(0.15, ge=-1.0, le=1.0)
     second_look: bool = True
     tau_context: float = Field(0.45, ge=-1.0, le=1.0)
     default_goal: str = Field(DEFAULT_GOAL, min_length=1, max_length=2000)
 
 
-class EpisodicSettings(BaseModel):
+class EpisodicSettings(_Section):
     capacity: int = Field(200, ge=1, le=100_000)
 
 
-class ConsolidationSettings(BaseModel):
+class ConsolidationSettings(_Section):
     tau_consolidation: float = Field(0.3, ge=0.0, le=2.0)
     alpha: float = Field(0.5, ge=0.0, le=10.0)
     freq_cap: int = Field(4, ge=1, le=1000)
@@ -46,7 +52,7 @@ class ConsolidationSettings(BaseModel):
     trash_retention_days: float = Field(30.0, ge=0.0)
 
 
-class RetrievalSettings(BaseModel):
+class RetrievalSettings(_Section):
     k: int = Field(8, ge=1, le=50)
     max_chars: int = Field(4000, ge=200, le=200_000)
     min_score: float = Field(0.1, ge=-1.0, le=1.0)
@@ -55,7 +61,7 @@ class RetrievalSettings(BaseModel):
     graph_resource_max_triples: int = Field(2000, ge=1)
 
 
-class ModelSettings(BaseModel):
+class ModelSettings(_Section):
     # "auto": Ollama when it answers at startup (and has the model), else the local fallback.
     embedder: Literal["auto", "ollama", "local"] = "auto"
     embedder_model: str = "all-MiniLM-L6-v2"
@@ -64,7 +70,7 @@ class ModelSettings(BaseModel):
     torch_threads: int = Field(1, ge=1, le=64)
 
 
-class OllamaSettings(BaseModel):
+class OllamaSettings(_Section):
     """The Ollama backend. ``host`` None follows the ollama client: ``OLLAMA_HOST``, else
     http://127.0.0.1:11434."""
 
@@ -83,7 +89,7 @@ class OllamaSettings(BaseModel):
     max_calls_per_consolidation: int = Field(24, ge=0, le=10_000)
 
 
-class ServerSettings(BaseModel):
+class ServerSettings(_Section):
     transport: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=0, le=65535)

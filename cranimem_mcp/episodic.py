@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -194,7 +195,11 @@ class EpisodicStore:
 
         def run() -> None:
             self._table.create_index("content", config=FTS(), replace=True)
-            self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            with warnings.catch_warnings():
+                # LanceDB warns that this breaks readers of old versions: we hold the
+                # writer lock and this process is the table's only user (see SCALING notes).
+                warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
         await self._write(run)
 

@@ -68,8 +68,20 @@ def _engine(ctx: Context) -> MemoryEngine:
 def build_server(settings: Settings, engine: MemoryEngine | None = None) -> MCPServer:
     """The MCP server. Pass ``engine`` to share an already-open engine (tests, the CLI)."""
 
+    # Static resources get no Context in mcp 2.x, so the open engine is also kept here.
+    current: list[MemoryEngine] = []
+
     @asynccontextmanager
-    async def lifespan(_app: MCPServer) -> AsyncIterator[MemoryEngine]:
+    async def lifespan(app: MCPServer) -> AsyncIterator[MemoryEngine]:
+        async with _open(app) as opened:
+            current.append(opened)
+            try:
+                yield opened
+            finally:
+                current.remove(opened)
+
+    @asynccontextmanager
+    async def _open(_app: MCPServer) -> AsyncIterator[MemoryEngine]:
         if engine is not None:
             yield engine
             return
@@ -175,11 +187,13 @@ def build_server(settings: Settings, engine: MemoryEngine | None = None) -> MCPS
         return await _call(_engine(ctx).set_goal(goal, scope))
 
     @mcp.resource("cranimem://stats", mime_type="application/json")
-    async def stats(ctx: Context) -> str:
+    async def stats() -> str:
         """Per scope: buffer size and capacity, long-term, trash, facts, rejected writes,
         goal, last consolidation report; and the models in use."""
+        if not current:
+            raise ResourceError("the memory engine is not open")
         try:
-            return (await _engine(ctx).stats()).model_dump_json(indent=1)
+            return (await current[-1].stats()).model_dump_json(indent=1)
         except CranimemError as exc:
             raise ResourceError(str(exc)) from exc
 

@@ -44,9 +44,7 @@ def make_settings(home: Path, **sections: dict[str, Any]) -> Settings:
 
 
 @pytest.fixture
-def open_engine(
-    tmp_path: Path, minilm: LocalEmbedder
-) -> Callable[..., Any]:
+def open_engine(tmp_path: Path, minilm: LocalEmbedder) -> Callable[..., Any]:
     """``async with open_engine(consolidation={...}) as engine:`` on a fresh data dir
     (``home=`` to reopen an existing one). Background consolidation is off unless asked."""
 

@@ -91,7 +91,10 @@ async def test_gate_precision_and_recall_on_the_labelled_set(open_engine):
 async def test_default_goal_keeps_ordinary_user_facts(open_engine):
     async with open_engine() as engine:
         assert engine.goal_of("default") == DEFAULT_GOAL
-        for text in ["I work at Acme Robotics as a firmware engineer.", "I'm allergic to penicillin."]:
+        for text in [
+            "I work at Acme Robotics as a firmware engineer.",
+            "I'm allergic to penicillin.",
+        ]:
             assert (await engine.remember(text)).status == "stored"
         assert (await engine.remember("haha ok")).status == "rejected"
 

@@ -1,0 +1,51 @@
+"""The layering of STYLE.md, checked by parsing imports: nothing imports the edges (server,
+cli, eval), and only the engine among core modules sees Settings."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
+EDGES = {"server", "cli", "eval", "demo"}
+CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval",
+        "linkage", "heuristics", "models", "errors", "state"}  # fmt: skip
+
+
+def internal_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cranimem_mcp."):
+            found.add(node.module.split(".")[1])
+    return found
+
+
+def test_nothing_imports_the_edges():
+    for path in PACKAGE.glob("*.py"):
+        if path.stem in EDGES:
+            continue
+        bad = internal_imports(path) & EDGES
+        assert not bad, f"{path.name} imports {bad}"
+
+
+def test_core_modules_do_not_read_settings():
+    for name in CORE:
+        imports = internal_imports(PACKAGE / f"{name}.py")
+        assert "config" not in imports, f"{name}.py imports config"
+
+
+def test_no_print_in_the_package_outside_the_cli():
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "cli.py":
+            continue
+        calls = [
+            n for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"
+        ]  # fmt: skip
+        assert not calls, f"print() in {path}"

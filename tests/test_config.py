@@ -1,0 +1,59 @@
+"""Configuration: defaults, the TOML file, environment overrides."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from cranimem_mcp.config import Settings, load_settings
+from cranimem_mcp.errors import ConfigError
+
+DEFAULT_TOML = Path(__file__).parent.parent / "configs" / "default.toml"
+
+
+def test_configs_default_toml_equals_the_built_in_defaults(monkeypatch, tmp_path):
+    monkeypatch.delenv("CRANIMEM_HOME", raising=False)
+    from_file = load_settings(DEFAULT_TOML, home=tmp_path).model_dump()
+    built_in = Settings(home=tmp_path).model_dump()
+    assert from_file == built_in
+    # ... and the file names every setting of every section (TOML has no null: settings
+    # that default to None are shown commented out).
+    text = DEFAULT_TOML.read_text()
+    data = tomllib.loads(text)
+    for section, values in built_in.items():
+        if isinstance(values, dict):
+            assert set(data[section]) == {k for k, v in values.items() if v is not None}
+            for key in (k for k, v in values.items() if v is None):
+                assert f"# {key} =" in text, (section, key)
+
+
+def test_environment_overrides_the_file(monkeypatch, tmp_path):
+    monkeypatch.setenv("CRANIMEM_GATING__TAU_NOISE", "0.33")
+    monkeypatch.setenv("CRANIMEM_HOME", str(tmp_path / "h"))
+    settings = load_settings(DEFAULT_TOML)
+    assert settings.gating.tau_noise == 0.33
+    assert settings.home == tmp_path / "h"
+
+
+def test_home_config_toml_is_read(monkeypatch, tmp_path):
+    monkeypatch.setenv("CRANIMEM_HOME", str(tmp_path))
+    (tmp_path / "config.toml").write_text("[episodic]\ncapacity = 7\n")
+    assert load_settings().episodic.capacity == 7
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[episodic]\ncapacity = 0\n", "[gating]\nunknown = 1\n", "not toml ["],
+)
+def test_bad_config_is_a_clear_error(tmp_path, text):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError):
+        load_settings(path, home=tmp_path)
+
+
+def test_missing_config_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(tmp_path / "nope.toml", home=tmp_path)

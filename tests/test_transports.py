@@ -1,0 +1,146 @@
+"""The server over real transports: stdio in a subprocess, streamable HTTP with a token."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from cranimem_mcp.config import load_settings
+from cranimem_mcp.server import resolve_token
+
+pytestmark = pytest.mark.anyio
+TOKEN = "test-token-" + "x" * 24
+
+
+def server_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
+    env.update(CRANIMEM_HOME=str(home), HF_HUB_OFFLINE="1", LANCE_LOG="error", **extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_stdio_server_in_a_subprocess(tmp_path):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(tmp_path / "data")],
+        env=server_env(tmp_path / "data"),
+    )
+    async with Client(params, cache=None) as client:
+        stored = await client.call_tool(
+            "remember", {"content": "I am allergic to shellfish, so no seafood please."}
+        )
+        assert stored.structured_content["status"] == "stored", stored
+        recalled = await client.call_tool("recall", {"query": "What must I avoid eating?"})
+        assert "shellfish" in recalled.structured_content["context"]
+    # A second session (a new process) sees what the first one stored.
+    async with Client(params, cache=None) as client:
+        recalled = await client.call_tool("recall", {"query": "What must I avoid eating?"})
+        assert recalled.structured_content["items"][0]["id"] == stored.structured_content["id"]
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cranimem_mcp.cli",
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],  # fmt: skip
+        env=server_env(tmp_path / "data", CRANIMEM_TOKEN=TOKEN),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1)
+            break
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read().decode()) from None
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    out, _err = proc.communicate(timeout=30)
+    assert out == b""  # nothing but protocol (here: nothing) on stdout
+
+
+async def test_http_requires_the_bearer_token(http_server):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    async with httpx.AsyncClient() as http:
+        assert (await http.post(http_server, json=body)).status_code == 401
+        wrong = {"Authorization": "Bearer " + "y" * len(TOKEN)}
+        assert (await http.post(http_server, json=body, headers=wrong)).status_code == 401
+        basic = {"Authorization": "Basic " + TOKEN}
+        assert (await http.post(http_server, json=body, headers=basic)).status_code == 401
+        rebinding = {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example:80",
+                     "Content-Type": "application/json", "Accept": "application/json"}  # fmt: skip
+        response = await http.post(http_server, json=body, headers=rebinding)
+        assert response.status_code in (400, 403, 421)
+
+
+async def test_http_with_the_token_serves_the_tools(http_server):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with Client(streamable_http_client(http_server, http_client=http), cache=None) as c:
+            stored = await c.call_tool("remember", {"content": "I prefer window seats."})
+            assert stored.structured_content["status"] == "stored"
+            recalled = await c.call_tool("recall", {"query": "seat preference"})
+            assert recalled.structured_content["items"][0]["content"] == "I prefer window seats."
+
+
+def test_non_loopback_bind_needs_allow_remote(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cranimem_mcp.cli",
+            "serve",
+            "--transport",
+            "http",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],  # fmt: skip
+        env=server_env(tmp_path / "d", CRANIMEM_TOKEN=TOKEN),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert b"--allow-remote" in proc.stderr
+
+
+def test_generated_token_is_kept_in_a_private_file(tmp_path):
+    settings = load_settings(home=tmp_path / "home")
+    token, path = resolve_token(settings)
+    assert len(token) >= 32 and path is not None
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert resolve_token(settings) == (token, path)  # stable across restarts
