@@ -1,10 +1,11 @@
 """The command line: ``cranimem-mcp serve | remember | recall | consolidate | forget |
-restore | goal | stats | demo``. Logging goes to stderr; ``serve`` writes nothing to stdout
-but protocol messages."""
+restore | goal | stats | doctor | reembed | demo``. Logging goes to stderr; ``serve`` writes
+nothing to stdout but protocol messages."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from .config import Settings, load_settings
 from .engine import MemoryEngine
 from .errors import CranimemError
+from .providers import select_providers
 
 logger = logging.getLogger("cranimem_mcp")
 
@@ -94,6 +96,20 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="per-scope counts")
     _common(p)
 
+    p = sub.add_parser("doctor", help="check the Ollama host, models, embedder and store")
+    _common(p)
+    p.add_argument(
+        "--try", type=int, default=0, dest="try_calls", metavar="N",
+        help="also make N real tagging and extraction calls; report latency and JSON validity",
+    )  # fmt: skip
+
+    p = sub.add_parser("reembed", help="re-embed the store with another embedder")
+    _common(p)
+    p.add_argument(
+        "--to", choices=["auto", "ollama", "local"],
+        help="the new embedder (default: [models] embedder of the configuration)",
+    )  # fmt: skip
+
     p = sub.add_parser("demo", help="a narrated tour of the pipeline on a temporary store")
     _common(p)
     return parser
@@ -111,9 +127,24 @@ def _emit(args: argparse.Namespace, result: BaseModel, text: str) -> None:
         print(text)
 
 
-async def _one_shot(args: argparse.Namespace) -> None:
+async def _one_shot(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    async with MemoryEngine(settings, background=False) as engine:
+    if args.command == "doctor":
+        return await _doctor(args, settings)
+    if args.command == "reembed":
+        await _reembed(args, settings)
+        return 0
+    async with (
+        await select_providers(settings) as providers,
+        MemoryEngine(
+            settings,
+            embedder=providers.embedder,
+            tagger=providers.tagger,
+            extractor=providers.extractor,
+            model_notes=providers.reasons,
+            background=False,
+        ) as engine,
+    ):
         cmd = args.command
         if cmd == "remember":
             r = await engine.remember(args.content, args.scope, args.goal, args.source, args.tags)
@@ -146,6 +177,29 @@ async def _one_shot(args: argparse.Namespace) -> None:
                     f"{s.longterm}, trash {s.trash}, facts {s.facts}, rejected {s.rejected_writes}"
                 )
             _emit(args, r, "\n".join(lines))
+    return 0
+
+
+async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from .doctor import doctor
+
+    checks = await doctor(settings, args.try_calls)
+    if args.json:
+        print(json.dumps([c.__dict__ for c in checks], indent=2))
+    else:
+        for c in checks:
+            print(f"{c.status:4}  {c.what}")
+            if c.fix and c.status != "ok":
+                print(f"      fix: {c.fix}")
+    return 1 if any(c.status == "FAIL" for c in checks) else 0
+
+
+async def _reembed(args: argparse.Namespace, settings: Settings) -> None:
+    from .doctor import reembed
+
+    async with await select_providers(settings, embedder=args.to) as providers:
+        old, new, n = await reembed(settings, providers.embedder)
+    print(f"re-embedded {n} memories: {old} -> {new}" if n or old != new else f"already {new}")
 
 
 def _report_text(r: Any) -> str:
@@ -195,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                 settings = _settings(args, home=args.data_dir or Path(tmp))
                 anyio.run(run_demo, settings, print)
         else:
-            anyio.run(_one_shot, args)
+            return anyio.run(_one_shot, args)
     except CranimemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -134,7 +134,6 @@ class MemoryEngine:
         self._consolidation_lock = anyio.Lock()
         self._state_lock = anyio.Lock()
         self._claimed: set[str] = set()
-        self._claim_released = anyio.Event()
         self._goal_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._writes_since: dict[str, int] = {}
         self._last_write: dict[str, float] = {}
@@ -221,43 +220,22 @@ class MemoryEngine:
         capacity = self.settings.episodic.capacity
         digest = content_hash(content)
 
+        # The duplicate check, embedding, gate and tags run outside the scope lock, so a slow
+        # model call never holds up other writes; the lock covers check-again-and-insert.
+        prepared = None
+        if await self.episodic.find_hash(scope, digest) is None:
+            prepared = await self._prepare(content, scope, goal)
+            if isinstance(prepared, RememberResult):
+                return prepared
         async with self._lock(scope):
             existing = await self.episodic.find_hash(scope, digest)
             if existing is not None:
                 return await self._merge(existing, scope, tags, capacity)
-
-            vectors = await self.embedder.embed([content])
-            vector, goal_vector = vectors[0], await self._goal_vector(goal)
-            rel = gating.relevance(vector, goal_vector)
-            near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)
-            nearest = near[0]["similarity"] if near else -1.0
-            g = self.settings.gating
-            decision = await gating.gate(
-                content,
-                goal,
-                relevance=rel,
-                nearest=nearest,
-                tau_noise=g.tau_noise,
-                tau_context=g.tau_context,
-                second_look=g.second_look,
-                tagger=self.tagger,
-            )
-            size = await self.episodic.count(scope, ("buffer",))
-            if not decision.keep:
-                self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
-                await self._save_state()
-                logger.info("rejected write to %s relevance=%.3f", scope, rel)
-                return RememberResult(
-                    status="rejected",
-                    relevance=round(rel, 4),
-                    threshold=g.tau_noise,
-                    reason=decision.reason,
-                    buffer=BufferInfo(size=size, capacity=capacity),
-                    scope=scope,
-                )
-
-            novelty = 1.0 - max(0.0, nearest)
-            tagging = await self.tagger.tag(content, goal, novelty)
+            if prepared is None:  # the duplicate went away meanwhile (forgotten): start over
+                prepared = await self._prepare(content, scope, goal)
+                if isinstance(prepared, RememberResult):
+                    return prepared
+            vector, rel, decision, tagging = prepared
             utility = tagging.utility
             entities = [e.name for e in extract_one(content).entities]
             turn = self.state.turns.get(scope, 0) + 1
@@ -316,6 +294,43 @@ class MemoryEngine:
             evicted=evicted,
         )
 
+    async def _prepare(
+        self, content: str, scope: str, goal: str
+    ) -> RememberResult | tuple[np.ndarray, float, gating.GateDecision, Any]:
+        """Embed, gate and tag a write: a rejected result, or what the insert needs."""
+        vectors = await self.embedder.embed([content])
+        vector, goal_vector = vectors[0], await self._goal_vector(goal)
+        rel = gating.relevance(vector, goal_vector)
+        near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)
+        nearest = near[0]["similarity"] if near else -1.0
+        g = self.settings.gating
+        decision = await gating.gate(
+            content,
+            goal,
+            relevance=rel,
+            nearest=nearest,
+            tau_noise=g.tau_noise,
+            tau_context=g.tau_context,
+            second_look=g.second_look,
+            tagger=self.tagger,
+        )
+        if not decision.keep:
+            self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
+            await self._save_state()
+            logger.info("rejected write to %s relevance=%.3f", scope, rel)
+            size = await self.episodic.count(scope, ("buffer",))
+            return RememberResult(
+                status="rejected",
+                relevance=round(rel, 4),
+                threshold=g.tau_noise,
+                reason=decision.reason,
+                buffer=BufferInfo(size=size, capacity=self.settings.episodic.capacity),
+                scope=scope,
+            )
+        # Surprise is novelty: 1 - the closest stored memory's similarity (paper B.1).
+        tagging = await self.tagger.tag(content, goal, 1.0 - max(0.0, nearest))
+        return vector, rel, decision, tagging
+
     async def _merge(
         self, row: dict[str, Any], scope: str, tags: list[str], capacity: int
     ) -> RememberResult:
@@ -346,21 +361,15 @@ class MemoryEngine:
 
     async def _evict_overflow(self, scope: str, capacity: int) -> list[Decision]:
         """The buffer never holds more than ``capacity`` items: the oldest go through replay
-        now (promoted or trashed), never silently away. Called under the scope lock."""
-        decisions: list[Decision] = []
-        while True:
-            rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
-            excess = len(rows) - capacity
-            if excess <= 0:
-                return decisions
-            free = [r for r in rows if r["id"] not in self._claimed]
-            if len(free) <= excess and len(rows) > len(free):
-                # Everything else is being consolidated right now; it leaves the buffer soon.
-                self._claim_released = anyio.Event()
-                await self._claim_released.wait()
-                continue
-            oldest = free[:excess]
-            decisions += await self._replay(scope, oldest, all_rows=rows, trigger="overflow")
+        now (promoted or trashed), never silently away. Items a running consolidation has
+        claimed are already in replay and leaving, so they do not count. Called under the
+        scope lock."""
+        rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
+        free = [r for r in rows if r["id"] not in self._claimed]
+        excess = len(free) - capacity
+        if excess <= 0:
+            return []
+        return await self._replay(scope, free[:excess], all_rows=rows, trigger="overflow")
 
     def _note_write(self, scope: str) -> None:
         self._last_write[scope] = time.monotonic()
@@ -535,11 +544,14 @@ class MemoryEngine:
     async def _consolidate_scope(
         self, scope: str, dry_run: bool, report: ConsolidationReport
     ) -> None:
+        # Only what earlier runs queued is re-extracted: a fallback of this run waits for the
+        # next one, so a model that just failed is not asked again at once.
+        queued = list(self.state.reextract.get(scope, []))
         if not dry_run:
             await self._retag(scope, report)
         await self._replay_scope(scope, dry_run, report)
-        if not dry_run:
-            await self._reextract(scope, report)
+        if not dry_run and queued:
+            await self._reextract(scope, queued, report)
 
     async def _replay_scope(self, scope: str, dry_run: bool, report: ConsolidationReport) -> None:
         async with self._lock(scope):
@@ -564,19 +576,20 @@ class MemoryEngine:
             extractions = await self.extractor.extract([r["content"] for r in promoted])
             extraction_of = {r["id"]: e for r, e in zip(promoted, extractions, strict=True)}
             async with self._lock(scope):
-                still = {r["id"] for r in await self.episodic.get(sorted(ids))
+                # Re-read: an item may have been forgotten, evicted, merged into or recalled
+                # meanwhile. Decisions apply to the items still in the buffer, as they are now.
+                fresh = {r["id"]: r for r in await self.episodic.get(sorted(ids), vectors=True)
                          if r["tier"] == "buffer"}  # fmt: skip
-                keep = [(r, d) for r, d in zip(rows, decisions, strict=True) if r["id"] in still]
+                keep = [d for d in decisions if d.id in fresh]
                 await self._apply(
                     scope,
-                    [r for r, _ in keep],
-                    [d for _, d in keep],
-                    [extraction_of[d.id] for _, d in keep if d.decision == "promote"],
+                    [fresh[d.id] for d in keep],
+                    keep,
+                    [extraction_of[d.id] for d in keep if d.decision == "promote"],
                     report,
                 )
         finally:
             self._claimed -= ids
-            self._claim_released.set()
 
     def _note_extraction(self, scope: str, memory_id: str, extraction: Any) -> None:
         """Queue a memory linked by the heuristic fallback for re-extraction by the LLM."""
@@ -615,10 +628,9 @@ class MemoryEngine:
                 )
             report.retagged += 1
 
-    async def _reextract(self, scope: str, report: ConsolidationReport) -> None:
+    async def _reextract(self, scope: str, pending: list[str], report: ConsolidationReport) -> None:
         """Re-link long-term memories whose extraction fell back to the heuristics."""
-        pending = list(self.state.reextract.get(scope, []))
-        if not pending or not self._llm_extractor:
+        if not self._llm_extractor:
             return
         rows = [r for r in await self.episodic.get(pending) if r["scope"] == scope]
         todo = [r for r in rows if r["tier"] == "longterm"]
@@ -635,10 +647,12 @@ class MemoryEngine:
                 await self.graph.put(scope, row["id"], linkage.check(extraction), row["created_at"])
                 done.add(row["id"])
         # Trashed ones stay queued (a restore may bring them back); purged ones are dropped.
-        alive = {r["id"] for r in rows}
-        self.state.reextract[scope] = [i for i in pending if i in alive and i not in done]
-        if not self.state.reextract[scope]:
-            del self.state.reextract[scope]
+        gone = {i for i in pending if i not in {r["id"] for r in rows}} | done
+        left = [i for i in self.state.reextract.get(scope, []) if i not in gone]
+        if left:
+            self.state.reextract[scope] = left
+        else:
+            self.state.reextract.pop(scope, None)
         report.reextracted += len(done)
 
     async def _purge_expired_trash(self, scopes: list[str]) -> int:
