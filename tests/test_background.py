@@ -1,0 +1,128 @@
+"""Consolidation off the critical path: every N writes and on the idle timer in the
+background, never overlapping itself, never blocking writes while a model extracts."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from cranimem_mcp.heuristics import HeuristicExtractor
+from cranimem_mcp.models import Extraction
+
+pytestmark = pytest.mark.anyio
+
+
+class GatedExtractor:
+    """A real Extractor (the heuristic one) that waits for a go signal, like a slow LLM."""
+
+    name = "gated"
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.go = anyio.Event()
+        self.calls = 0
+        self.running = 0
+        self.max_running = 0
+
+    async def extract(self, texts: list[str]) -> list[Extraction]:
+        self.calls += 1
+        self.running += 1
+        self.max_running = max(self.max_running, self.running)
+        self.started.set()
+        await self.go.wait()
+        self.running -= 1
+        return await HeuristicExtractor().extract(texts)
+
+
+async def test_every_n_writes_consolidates_in_the_background(open_engine):
+    async with open_engine(background=True, consolidation={"every_n_writes": 3}) as engine:
+        for text in ("I live in Paris.", "I work at Acme Robotics.", "I prefer tea."):
+            await engine.remember(text)
+        with anyio.fail_after(30):
+            await engine.wait_idle()
+        (scope,) = (await engine.stats()).scopes
+        assert scope.buffer_size == 0
+        assert scope.last_consolidation.trigger == "every_n_writes"
+        assert scope.last_consolidation.replayed == 3
+
+
+async def test_idle_timer_consolidates_a_quiet_scope(open_engine):
+    async with open_engine(
+        background=True,
+        consolidation={"every_n_writes": 0, "interval_seconds": 0.5, "idle_seconds": 0.2},
+    ) as engine:
+        await engine.remember("I am allergic to penicillin.")
+        with anyio.fail_after(30):
+            while not engine.state.reports:
+                await anyio.sleep(0.05)
+            await engine.wait_idle()
+        (scope,) = (await engine.stats()).scopes
+        assert scope.last_consolidation.trigger == "timer"
+        assert scope.buffer_size == 0
+
+
+async def test_writes_go_on_while_consolidation_waits_on_the_model(open_engine, minilm, tmp_path):
+    from cranimem_mcp.engine import MemoryEngine
+    from tests.conftest import make_settings
+
+    extractor = GatedExtractor()
+    settings = make_settings(tmp_path / "d", models={"extractor": "heuristic"})
+    async with MemoryEngine(
+        settings, embedder=minilm, extractor=extractor, background=False
+    ) as engine:
+        first = await engine.remember("I work at Acme Robotics in Berlin.")
+        async with anyio.create_task_group() as tg:
+            reports = []
+
+            async def run() -> None:
+                reports.append(await engine.consolidate("default"))
+
+            tg.start_soon(run)
+            tg.start_soon(run)  # a second run must wait for the first, not overlap it
+            with anyio.fail_after(30):
+                await extractor.started.wait()
+                # The model is "thinking": a write to the same scope still completes.
+                second = await engine.remember("I live in Berlin with my partner Alex.")
+                assert second.status == "stored"
+                forgot = await engine.forget(ids=[first.id])
+                assert forgot.ids == [first.id]
+            extractor.go.set()
+        assert extractor.max_running == 1
+        # The forgotten item stays forgotten: the first run's decision skipped it.
+        (row,) = await engine.episodic.get([first.id])
+        assert row["tier"] == "trash"
+        assert sum(r.replayed for r in reports) >= 2
+
+
+async def test_parallel_tool_calls_lose_and_duplicate_nothing(open_engine):
+    from mcp import Client
+
+    from cranimem_mcp.server import build_server
+
+    texts = [f"I visited the city number {i} called Testville{i} in May." for i in range(24)]
+    async with open_engine(gating={"tau_noise": -1.0}, episodic={"capacity": 10}) as engine:
+        async with Client(build_server(engine.settings, engine=engine), cache=None) as client:
+            results = {}
+
+            async def write(text: str) -> None:
+                results[text] = await client.call_tool("remember", {"content": text})
+
+            async def read(i: int) -> None:
+                r = await client.call_tool("recall", {"query": f"Testville{i}"})
+                assert not r.is_error
+
+            async with anyio.create_task_group() as tg:
+                for text in texts:
+                    tg.start_soon(write, text)
+                for i in range(8):
+                    tg.start_soon(read, i)
+            async with anyio.create_task_group() as tg:
+                for text in texts[:6]:  # six exact repeats (modulo whitespace), in parallel
+                    tg.start_soon(write, text + " ")
+        assert all(not r.is_error for r in results.values())
+        rows = await engine.episodic.scope_rows("default", None)
+        assert len(rows) == 24  # every write stored once; the repeats merged
+        assert await engine.episodic.count("default", ("buffer",)) <= 10
+        assert sum(r["frequency"] for r in rows) == 30
+        ids = {r.structured_content["id"] for r in results.values()}
+        assert len(ids) == 24
