@@ -69,7 +69,18 @@ async def doctor(settings: Settings, try_calls: int = 0) -> list[Check]:
         if available is not None:
             checks += await _check_models(settings, backend, available)
             if try_calls and has_model(available, o.tagger_model):
-                checks += await _try_calls(backend, o.tagger_model, o.extractor_model, try_calls)
+                # Measuring, not serving: a generous deadline and no cooldown, so a slow
+                # first call (the model loading) is timed instead of cut off.
+                patient = OllamaBackend(
+                    o.host, timeout=max(o.timeout_seconds, 600.0), keep_alive=o.keep_alive,
+                    num_ctx=o.num_ctx, cooldown=0.0,
+                )  # fmt: skip
+                try:
+                    checks += await _try_calls(
+                        patient, o.tagger_model, o.extractor_model, try_calls
+                    )
+                finally:
+                    await patient.aclose()
     finally:
         await backend.aclose()
     checks += await _check_store(settings)
@@ -201,21 +212,29 @@ async def _try_calls(
             ),
         ),
     ):
-        seconds, first_try = [], 0
+        seconds, first_try, failed = [], 0, 0
         for i in range(n):
             retries = backend.usage.retries
             started = time.perf_counter()
             try:
                 await ask(backend, model, make(i), reply_type)
-                first_try += backend.usage.retries == retries
             except (BackendUnavailable, ModelOutputError) as exc:
+                failed += 1
                 logger.warning("%s call failed: %s", label, exc)
-            seconds.append(time.perf_counter() - started)
+                continue
+            first_try += backend.usage.retries == retries
+            seconds.append((time.perf_counter() - started) / (backend.usage.retries - retries + 1))
+        timing = (
+            f"median {statistics.median(seconds):.1f} s per call (max {max(seconds):.1f} s)"
+            if seconds
+            else "no call succeeded"
+        )
         checks.append(
             Check(
                 "ok" if first_try == n else "warn",
-                f"{label} with {model}: {first_try}/{n} valid JSON on the first attempt; "
-                f"median {statistics.median(seconds):.1f} s per item (max {max(seconds):.1f} s)",
+                f"{label} with {model}: {first_try}/{n} replies valid JSON on the first attempt"
+                f"{f', {failed} failed' if failed else ''}; {timing}",
+                "" if first_try == n else "try a larger model (see docs/OLLAMA.md)",
             )
         )
     return checks

@@ -17,7 +17,6 @@ counted.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -517,7 +516,3 @@ class OllamaEmbedder:
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(texts), self._dim)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return matrix / np.where(norms == 0, 1.0, norms)
-
-
-def describe_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)

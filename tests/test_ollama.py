@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 import pytest
+from fake_ollama import CHAT_MODEL, EMBED_DIM, EMBED_MODEL, FakeOllama, refused_host, running
 
 from cranimem_mcp.errors import BackendUnavailable, ModelOutputError
 from cranimem_mcp.llm import metered
@@ -25,8 +26,6 @@ from cranimem_mcp.ollama import (
     TagReply,
     prompts_dir,
 )
-
-from fake_ollama import CHAT_MODEL, EMBED_DIM, EMBED_MODEL, FakeOllama, refused_host, running
 
 pytestmark = pytest.mark.anyio
 
