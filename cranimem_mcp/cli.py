@@ -1,6 +1,6 @@
 """The command line: ``cranimem-mcp serve | remember | recall | consolidate | forget |
-restore | goal | stats | doctor | reembed | demo``. Logging goes to stderr; ``serve`` writes
-nothing to stdout but protocol messages."""
+restore | goal | stats | doctor | reembed | demo | eval | bench``. Logging goes to stderr;
+``serve`` writes nothing to stdout but protocol messages."""
 
 from __future__ import annotations
 
@@ -53,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int)
     p.add_argument("--allow-remote", action="store_true", default=None)
 
+    p = sub.add_parser("ui", help="serve the web inspector (HTTP) and print its address")
+    _common(p)
+    p.add_argument("--host")
+    p.add_argument("--port", type=int)
+    p.add_argument("--allow-remote", action="store_true", default=None)
+    p.add_argument("--open", action="store_true", help="also open it in the web browser")
+
     p = sub.add_parser("remember", help="store a memory (gated)")
     _common(p)
     p.add_argument("content")
@@ -68,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int)
     p.add_argument("--max-chars", type=int)
     p.add_argument("--path", action="append", dest="paths", choices=["episodic", "graph"])
+    p.add_argument("--as-of", help="ISO 8601 time: recall what held then")
 
     p = sub.add_parser("consolidate", help="replay the buffer now")
     _common(p)
@@ -112,6 +120,20 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="a narrated tour of the pipeline on a temporary store")
     _common(p)
+
+    p = sub.add_parser("eval", help="benchmark quality under noise (HotpotQA, clean vs noisy)")
+    p.add_argument("--config", type=Path, help="TOML configuration file")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    from .eval.arguments import add_eval_arguments
+
+    add_eval_arguments(p)
+
+    p = sub.add_parser("bench", help="latency and memory at 1k/10k/100k memories")
+    p.add_argument("--config", type=Path, help="TOML configuration file")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    from .eval.arguments import add_bench_arguments
+
+    add_bench_arguments(p)
     return parser
 
 
@@ -150,7 +172,9 @@ async def _one_shot(args: argparse.Namespace) -> int:
             r = await engine.remember(args.content, args.scope, args.goal, args.source, args.tags)
             _emit(args, r, f"{r.status} {r.id or ''} (relevance {r.relevance:.3f}): {r.reason}")
         elif cmd == "recall":
-            r = await engine.recall(args.query, args.scope, args.k, args.max_chars, args.paths)
+            r = await engine.recall(
+                args.query, args.scope, args.k, args.max_chars, args.paths, args.as_of
+            )
             _emit(args, r, r.context)
         elif cmd == "consolidate":
             r = await engine.consolidate(args.scope, args.dry_run)
@@ -217,7 +241,7 @@ async def _serve(args: argparse.Namespace) -> None:
     server_overrides = {
         k: v
         for k, v in {
-            "transport": args.transport,
+            "transport": "http" if args.command == "ui" else args.transport,
             "host": args.host,
             "port": args.port,
             "allow_remote": args.allow_remote,
@@ -230,7 +254,21 @@ async def _serve(args: argparse.Namespace) -> None:
         settings = Settings.model_validate(settings.model_dump())
     mcp = build_server(settings)
     logger.info("data directory %s", settings.home)
-    if settings.server.transport == "http":
+    if args.command == "ui":
+        from .server import resolve_token
+
+        token, _path = resolve_token(settings)
+        host = settings.server.host
+        host = f"[{host}]" if ":" in host else host
+        url = f"http://{host}:{settings.server.port}/ui?token={token}"
+        # The address carries the token: it goes to this terminal only, never to the log.
+        print(f"cranimem inspector: {url}", flush=True)
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(url)
+        await serve_http(settings, mcp)
+    elif settings.server.transport == "http":
         await serve_http(settings, mcp)
     else:
         await mcp.run_stdio_async()
@@ -240,8 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _setup_logging(args.verbose if args.command != "serve" else max(1, args.verbose))
     try:
-        if args.command == "serve":
+        if args.command in ("serve", "ui"):
             anyio.run(_serve, args)
+        elif args.command in ("eval", "bench"):
+            from .eval import command
+
+            settings = load_settings(args.config)
+            run = command.eval_hotpotqa if args.command == "eval" else command.bench
+            anyio.run(run, args, settings, print)
         elif args.command == "demo":
             from .demo import run_demo
 

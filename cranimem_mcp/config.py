@@ -61,6 +61,14 @@ class RetrievalSettings(_Section):
     graph_resource_max_triples: int = Field(2000, ge=1)
 
 
+class TemporalSettings(_Section):
+    # Why not is_allergic_to: allergies accumulate, and losing one to a "supersession" would
+    # drop a health constraint. An extractor can still mark a relation functional itself.
+    functional_predicates: list[str] = ["lives_in", "works_at", "prefers", "based_in"]
+    half_life_days: float = Field(180.0, ge=0.0)
+    longterm_capacity: int = Field(5000, ge=1, le=10_000_000)
+
+
 class ModelSettings(_Section):
     # "auto": Ollama when it answers at startup (and has the model), else the local fallback.
     embedder: Literal["auto", "ollama", "local"] = "auto"
@@ -113,6 +121,7 @@ class Settings(BaseSettings):
     episodic: EpisodicSettings = EpisodicSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
+    temporal: TemporalSettings = TemporalSettings()
     models: ModelSettings = ModelSettings()
     ollama: OllamaSettings = OllamaSettings()
     server: ServerSettings = ServerSettings()

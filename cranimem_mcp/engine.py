@@ -50,6 +50,7 @@ from .models import (
     Utility,
 )
 from .state import EngineState, load_state, save_state
+from .temporal import decay, observed_at
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,17 @@ def _check_text(name: str, value: str, max_len: int) -> str:
     return value.strip()
 
 
+def _check_time(value: str | datetime) -> datetime:
+    if isinstance(value, datetime):
+        when = value
+    else:
+        try:
+            when = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInput(f"as_of must be an ISO 8601 date or time, got {value!r}") from exc
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
 def _check_ids(ids: list[str]) -> list[str]:
     bad = [i for i in ids if not isinstance(i, str) or not MEMORY_ID_RE.match(i)]
     if bad:
@@ -129,6 +141,7 @@ class MemoryEngine:
         self.episodic = EpisodicStore(self.home / "episodic", self.embedder.dim)
         self.graph = GraphStore(self.home / "graph")
         self._state_path = self.home / "state.json"
+        self._functional = frozenset(settings.temporal.functional_predicates)
         self.state = EngineState()
         self._scope_locks: dict[str, anyio.Lock] = {}
         self._consolidation_lock = anyio.Lock()
@@ -237,10 +250,12 @@ class MemoryEngine:
                     return prepared
             vector, rel, decision, tagging = prepared
             utility = tagging.utility
-            entities = [e.name for e in extract_one(content).entities]
+            quick = linkage.check(extract_one(content))  # cheap, so it runs on every write
+            entities = [e.name for e in quick.entities]
             turn = self.state.turns.get(scope, 0) + 1
             self.state.turns[scope] = turn
             stamp = now()
+            observed = observed_at(content) or stamp
             memory_id = new_id()
             await self.episodic.add(
                 [
@@ -252,7 +267,7 @@ class MemoryEngine:
                         "content_hash": digest,
                         "vector": vector.tolist(),
                         "created_at": stamp,
-                        "observed_at": stamp,
+                        "observed_at": observed,
                         "turn": turn,
                         "entities": entities,
                         "importance": utility.importance,
@@ -276,6 +291,16 @@ class MemoryEngine:
                 ]
             )
             await self._save_state()
+            # A new object for a single-valued relation ends the old fact now, so the agent
+            # can confirm the change with the user (and recall stops offering the old one).
+            superseded = await self.graph.supersede(
+                scope,
+                memory_id,
+                quick.relations,
+                observed,
+                self._functional,
+                await self._unlinked_relations(scope, quick.relations),
+            )
             evicted = await self._evict_overflow(scope, capacity)
             size = await self.episodic.count(scope, ("buffer",))
         logger.info("stored %s in %s relevance=%.3f base=%.3f", memory_id, scope, rel, utility.base)
@@ -292,7 +317,24 @@ class MemoryEngine:
             buffer=BufferInfo(size=size, capacity=capacity),
             scope=scope,
             evicted=evicted,
+            superseded=superseded,
+            observed_at=observed,
         )
+
+    async def _unlinked_relations(
+        self, scope: str, relations: list[Any]
+    ) -> list[tuple[Any, str, datetime]]:
+        """Single-valued facts stated by buffer items (not linked into the graph yet), so a
+        change is caught even before consolidation. Only read when the write has one."""
+        if not any(r.predicate in self._functional or r.functional for r in relations):
+            return []
+        out = []
+        for row in await self.episodic.scope_rows(scope, ("buffer",)):
+            when = row.get("observed_at") or row["created_at"]
+            for rel in linkage.check(extract_one(row["content"])).relations:
+                if rel.predicate in self._functional:
+                    out.append((rel, row["id"], when))
+        return out
 
     async def _prepare(
         self, content: str, scope: str, goal: str
@@ -482,7 +524,11 @@ class MemoryEngine:
             if d.decision == "promote":
                 self._note_extraction(scope, d.id, extraction_of[d.id])
                 checked = linkage.check(extraction_of[d.id])
-                stats = await self.graph.put(scope, d.id, checked, row["created_at"])
+                observed = row.get("observed_at") or row["created_at"]
+                stats = await self.graph.put(scope, d.id, checked, row["created_at"], observed)
+                await self.graph.supersede(
+                    scope, d.id, checked.relations, observed, self._functional
+                )
                 if report is not None:
                     report.triples_added += stats.added
                     report.triples_reinforced += stats.reinforced
@@ -531,6 +577,8 @@ class MemoryEngine:
             report.llm_completion_tokens = meter.completion_tokens
             report.llm_fallbacks = meter.fallbacks
             if not dry_run:
+                for s in scopes:
+                    await self._prune_longterm(s, report)
                 report.purged += await self._purge_expired_trash(scopes)
                 await self.episodic.maintain()
         report.took_ms = round((time.perf_counter() - started) * 1000, 2)
@@ -655,6 +703,51 @@ class MemoryEngine:
             self.state.reextract.pop(scope, None)
         report.reextracted += len(done)
 
+    async def _prune_longterm(self, scope: str, report: ConsolidationReport) -> None:
+        """Keep long-term memory bounded: past ``longterm_capacity`` the weakest go to the
+        trash. Weight = BaseUtility x decay(time since last written, merged or recalled),
+        lifted by recalls, so what is old and unused goes first; restore brings it back."""
+        t = self.settings.temporal
+        async with self._lock(scope):
+            rows = await self.episodic.scope_rows(scope, ("longterm",))
+            excess = len(rows) - t.longterm_capacity
+            if excess <= 0:
+                return
+            clock = now()
+
+            def weight(row: dict[str, Any]) -> float:
+                times = (row.get("last_access"), row.get("tier_changed_at"), row["created_at"])
+                last = max(x for x in times if x is not None)
+                recalls = 1.0 + 0.1 * min(10, int(row.get("access_count") or 0))
+                return (
+                    float(row.get("base_utility") or 0.0)
+                    * decay(clock - last, t.half_life_days)
+                    * recalls
+                )
+
+            weakest = sorted(rows, key=weight)[:excess]
+            weights = {r["id"]: weight(r) for r in weakest}
+            ids = list(weights)
+            await self.graph.deactivate(scope, ids)
+            full = await self.episodic.get(ids, vectors=True)
+            for row in full:
+                reason = (
+                    f"decayed: weight {weights[row['id']]:.3f} is among the {excess} weakest of "
+                    f"{len(rows)} long-term memories (bound {t.longterm_capacity})"
+                )
+                row.update(tier="trash", prev_tier="longterm", tier_changed_at=clock,
+                           decision_reason=reason)  # fmt: skip
+                report.decisions.append(
+                    Decision(
+                        id=row["id"],
+                        replay_score=round(weights[row["id"]], 4),
+                        decision="trash",
+                        reason=reason,
+                    )  # fmt: skip
+                )
+            await self.episodic.upsert(full)
+            report.pruned += len(full)
+
     async def _purge_expired_trash(self, scopes: list[str]) -> int:
         days = self.settings.consolidation.trash_retention_days
         cutoff = now() - timedelta(days=days)
@@ -680,7 +773,10 @@ class MemoryEngine:
         k: int | None = None,
         max_chars: int | None = None,
         paths: list[str] | None = None,
+        as_of: str | datetime | None = None,
     ) -> RecallResult:
+        """Dual-path recall. ``as_of`` (ISO 8601) recalls what was known to hold then:
+        facts valid at that time and memories of events up to it."""
         started = time.perf_counter()
         query = _check_text("query", query, MAX_CONTENT)
         scope = _check_scope(scope)
@@ -695,16 +791,19 @@ class MemoryEngine:
         if not paths or any(p not in PATHS for p in paths):
             raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
 
+        when = _check_time(as_of) if as_of is not None else None
+
         qvec = (await self.embedder.embed([query]))[0]
         items = []
         if "episodic" in paths:
-            items = await retrieval.episodic_path(self.episodic, scope, query, qvec, k)
+            items = await retrieval.episodic_path(self.episodic, scope, query, qvec, k, when)
         facts = []
         if "graph" in paths:
             seeds = [it.content for it in items[:3]]
             facts = await retrieval.graph_path(
-                self.graph, self.embedder, scope, query, qvec, seeds, r.hops, r.max_facts
-            )
+                self.graph, self.embedder, scope, query, qvec, seeds, r.hops, r.max_facts,
+                as_of=when, half_life_days=self.settings.temporal.half_life_days,
+            )  # fmt: skip
         context, items, facts = retrieval.render(items, facts, max_chars, r.min_score)
         if items:
             async with self._lock(scope):

@@ -1,40 +1,43 @@
-"""The knowledge graph (paper B.4): typed entities and relations in RDF, with provenance.
+"""The knowledge graph (paper B.4): typed entities and relations in RDF, with provenance
+and time.
 
-Each long-term memory owns one named graph holding what was extracted from it: its entities
-(``rdf:type``, ``rdfs:label``), its relations (predicates under ``rel/``) and a few triples
-about the memory itself (scope, time asserted). A fact is the triple; its *support* is the
-number of active memory graphs that assert it, its *sources* are those memories. So a
-repeated fact is reinforced, never duplicated; re-linking a memory after a crash replaces its
-graph and cannot count it twice; forgetting a memory retracts exactly the facts only it
-supported. A soft-forgotten memory's graph moves under ``trash/`` and stops counting.
+Each long-term memory owns one named graph (``memory/<id>``) holding what was extracted
+from it: its entities (``rdf:type``, ``rdfs:label``), its relations (predicates under
+``rel/``) and triples about the memory itself (scope, when the event happened, when it was
+asserted). A fact is the triple; its *support* is the number of active memory graphs that
+assert it, its *sources* are those memories. So a repeated fact is reinforced, never
+duplicated; re-linking a memory after a crash replaces its graph and cannot count it twice;
+forgetting a memory retracts exactly the facts only it supported. A soft-forgotten memory's
+graphs move under ``trash/`` and stop counting.
 
-Storage: rdflib's in-memory ``Dataset``, persisted as an N-Quads snapshot plus an append-only
-journal of absolute graph states (fsync'd per entry). Replaying the journal over any earlier
-snapshot yields the same state, so a crash between the two is harmless. A hard forget rewrites
-the snapshot and empties the journal, so removed text is in no file (the Oxigraph store keeps
-removed strings in its dictionary; see the README). IRIs are built by percent-encoding; no
-SPARQL is built from text.
+Facts change: when a memory states a new object for a single-valued (functional) relation
+of a subject, its ``ends/<id>`` graph records that the old fact's validity ended at the new
+memory's event time. Nothing is deleted: the old fact stays, with ``valid_to`` set, and is
+current again if the memory that ended it is forgotten or the old object is asserted anew.
+
+Persistence is :class:`~cranimem_mcp.journal.JournaledDataset`. IRIs are built by
+percent-encoding; no SPARQL is built from text.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 import anyio
-from rdflib import RDF, RDFS, XSD, Dataset, Graph, Literal, Namespace, URIRef
+from rdflib import RDF, RDFS, XSD, BNode, Graph, Literal, Namespace, URIRef
 
 from .errors import StoreError
 from .heuristics import canonical_name
-from .models import ENTITY_TYPES, Extraction, Fact
+from .journal import JournaledDataset
+from .models import ENTITY_TYPES, Extraction, Fact, Relation
+from .temporal import Source, Validity
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +45,8 @@ BASE = "https://cranimem.dev/"
 VOCAB = Namespace(BASE + "ns#")
 REL = Namespace(BASE + "rel/")
 _PRED_RE = re.compile(r"[^a-z0-9_]+")
+_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
+Triple = tuple[URIRef, URIRef, URIRef]
 
 
 def scope_base(scope: str) -> str:
@@ -60,18 +65,43 @@ def trash_graph_iri(scope: str, memory_id: str) -> URIRef:
     return URIRef(scope_base(scope) + "trash/" + memory_id)
 
 
+def ends_graph_iri(scope: str, memory_id: str) -> URIRef:
+    return URIRef(scope_base(scope) + "ends/" + memory_id)
+
+
+def trash_ends_graph_iri(scope: str, memory_id: str) -> URIRef:
+    return URIRef(scope_base(scope) + "trash-ends/" + memory_id)
+
+
 def predicate_name(raw: str) -> str:
     name = _PRED_RE.sub("_", raw.strip().lower()).strip("_")[:64]
     return name or "related_to"
+
+
+def _iri(ctx: object) -> str:
+    """A quad's context comes back as a Graph or as its IRI, depending on the call."""
+    return str(getattr(ctx, "identifier", ctx))
 
 
 def _memory_id(graph_iri: object) -> str:
     return _iri(graph_iri).rsplit("/", 1)[-1]
 
 
-def _iri(ctx: object) -> str:
-    """A quad's context comes back as a Graph or as its IRI, depending on the call."""
-    return str(getattr(ctx, "identifier", ctx))
+def _kind(ctx: object) -> str:
+    """'memory', 'ends', 'trash' or 'trash-ends' for our graphs, '' otherwise."""
+    parts = _iri(ctx).removeprefix(BASE + "id/").split("/")
+    return parts[1] if len(parts) == 3 else ""
+
+
+def _time(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def _stamp(when: datetime) -> Literal:
+    return Literal(when.isoformat(), datatype=XSD.dateTime)
 
 
 @dataclass
@@ -80,50 +110,26 @@ class LinkStats:
     reinforced: int = 0
 
 
-@dataclass
-class _Agg:
-    sources: set[str] = field(default_factory=set)
-    last_seen: datetime | None = None
-
-
 class GraphStore:
     """The RDF knowledge graph with per-memory provenance. All public methods are async."""
 
-    COMPACT_EVERY = 500
-
     def __init__(self, path: Path) -> None:
-        self._dir = path
-        self._snapshot = path / "graph.nq"
-        self._journal = path / "journal.jsonl"
-        self._ds = Dataset()
+        self._store = JournaledDataset(path)
+        self._ds = self._store.ds
         self._lock = anyio.Lock()
-        self._journal_lines = 0
 
     # --- lifecycle -------------------------------------------------------------------------
 
     async def open(self) -> None:
-        await self._run(self._open_sync)
-
-    def _open_sync(self) -> None:
-        self._dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self._snapshot.exists():
-            self._ds.parse(self._snapshot, format="nquads")
-        if self._journal.exists():
-            with self._journal.open("r", encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    try:
-                        entry = json.loads(line)
-                    except json.JSONDecodeError:
-                        # Only the last line can be torn by a crash; nothing after it was acked.
-                        logger.warning("graph journal: ignoring torn line %d", lineno)
-                        break
-                    self._apply(entry)
-                    self._journal_lines += 1
+        await self._run(self._store.open)
 
     async def close(self) -> None:
         async with self._lock:
-            if self._journal_lines:
-                await self._run(self._compact_sync)
+            if self._store.pending:
+                await self._run(self._store.compact)
+
+    async def compact(self) -> None:
+        await self._locked(self._store.compact)
 
     async def _run(self, fn, *args):  # type: ignore[no-untyped-def]
         try:
@@ -137,63 +143,34 @@ class GraphStore:
         async with self._lock:
             return await self._run(fn, *args)
 
-    # --- journal ---------------------------------------------------------------------------
-
-    def _apply(self, entry: dict) -> None:
-        iri = URIRef(entry["graph"])
-        self._ds.remove_graph(iri)
-        if entry["op"] == "put" and entry.get("nt"):
-            self._ds.graph(iri).parse(data=entry["nt"], format="nt")
-
-    def _log(self, entries: list[dict]) -> None:
-        for entry in entries:
-            self._apply(entry)
-        with self._journal.open("a", encoding="utf-8") as fh:
-            for entry in entries:
-                fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(self._journal, 0o600)
-        self._journal_lines += len(entries)
-        if self._journal_lines >= self.COMPACT_EVERY:
-            self._compact_sync()
-
-    def _compact_sync(self) -> None:
-        """Write the whole dataset as a fresh snapshot, then empty the journal."""
-        tmp = self._snapshot.with_suffix(".nq.tmp")
-        data = self._ds.serialize(format="nquads", encoding="utf-8")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self._snapshot)
-        empty = self._journal.with_suffix(".tmp")
-        fd = os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.close(fd)
-        os.replace(empty, self._journal)
-        dir_fd = os.open(self._dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        self._journal_lines = 0
-
-    async def compact(self) -> None:
-        await self._locked(self._compact_sync)
-
     # --- helpers ---------------------------------------------------------------------------
 
-    def _active(self, ctx: Graph | URIRef) -> bool:
-        iri = _iri(ctx)
-        return "/memory/" in iri and iri.startswith(BASE + "id/")
+    @staticmethod
+    def _active(ctx: object) -> bool:
+        return _kind(ctx) == "memory"
 
     def _fact_sources(self, s: URIRef, p: URIRef, o: URIRef) -> set[str]:
-        return {
-            _memory_id(ctx)
-            for _s, _p, _o, ctx in self._ds.quads((s, p, o, None))
-            if self._active(ctx)
-        }
+        return {_memory_id(c) for *_t, c in self._ds.quads((s, p, o, None)) if self._active(c)}
+
+    def _validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
+        v = Validity()
+        for *_t, ctx in self._ds.quads((s, p, o, None)):
+            if self._active(ctx):
+                g = self._ds.graph(URIRef(_iri(ctx)))
+                iri = URIRef(_iri(ctx))
+                asserted = _time(g.value(iri, VOCAB.assertedAt))
+                observed = _time(g.value(iri, VOCAB.observedAt)) or asserted
+                if asserted and observed:
+                    v.sources.append(Source(_memory_id(ctx), observed, asserted))
+        for record, _p, _s, ctx in self._ds.quads((None, VOCAB.endsSubject, s, None)):
+            if _kind(ctx) != "ends":
+                continue
+            g = self._ds.graph(URIRef(_iri(ctx)))
+            if (record, VOCAB.endsPredicate, p) in g and (record, VOCAB.endsObject, o) in g:
+                when = _time(g.value(record, VOCAB.endedAt))
+                if when:
+                    v.ends.append(when)
+        return v
 
     def _mentions(self, node: URIRef) -> int:
         """Active memory graphs that type (so mention) this entity node."""
@@ -204,30 +181,60 @@ class GraphStore:
             return str(label)
         return unquote(str(node).rsplit("/", 1)[-1])
 
-    def _graph_triples(self, iri: URIRef) -> list[tuple[URIRef, URIRef, URIRef]]:
+    def _graph_triples(self, iri: URIRef) -> list[Triple]:
         return [
             (s, p, o)
             for s, p, o in self._ds.graph(iri).triples((None, None, None))
             if str(p).startswith(str(REL))
         ]
 
+    def _fact(self, triple: Triple, v: Validity, hops: int = 0) -> Fact:
+        s, p, o = triple
+        valid_to = v.valid_to
+        return Fact(
+            subject=self._label(s),
+            predicate=str(p)[len(str(REL)) :],
+            object=self._label(o),
+            support=len(v.sources),
+            sources=sorted(src.memory for src in v.sources),
+            hops=hops,
+            first_seen=min(src.asserted for src in v.sources),
+            last_seen=max(src.asserted for src in v.sources),
+            valid_from=v.valid_from,
+            valid_to=valid_to,
+            superseded=v.superseded(datetime.now(UTC)),
+        )
+
     # --- linkage ---------------------------------------------------------------------------
 
     async def put(
-        self, scope: str, memory_id: str, extraction: Extraction, asserted_at: datetime
+        self,
+        scope: str,
+        memory_id: str,
+        extraction: Extraction,
+        asserted_at: datetime,
+        observed_at: datetime | None = None,
     ) -> LinkStats:
         """Set the memory's graph to this extraction (idempotent: a re-run after a crash
         replaces it). Entities and relations must already be checked."""
-        return await self._locked(self._put_sync, scope, memory_id, extraction, asserted_at)
+        return await self._locked(
+            self._put_sync, scope, memory_id, extraction, asserted_at, observed_at or asserted_at
+        )
 
     def _put_sync(
-        self, scope: str, memory_id: str, extraction: Extraction, asserted_at: datetime
+        self,
+        scope: str,
+        memory_id: str,
+        extraction: Extraction,
+        asserted_at: datetime,
+        observed_at: datetime,
     ) -> LinkStats:
         iri = memory_graph_iri(scope, memory_id)
         g = Graph()
         g.add((iri, VOCAB.scope, Literal(scope)))
         g.add((iri, VOCAB.memory, Literal(memory_id)))
-        g.add((iri, VOCAB.assertedAt, Literal(asserted_at.isoformat(), datatype=XSD.dateTime)))
+        g.add((iri, VOCAB.assertedAt, _stamp(asserted_at)))
+        g.add((iri, VOCAB.observedAt, _stamp(observed_at)))
         for ent in extraction.entities:
             node = entity_iri(scope, ent.name)
             type_ = ent.type if ent.type in ENTITY_TYPES else "Other"
@@ -243,13 +250,117 @@ class GraphStore:
             if triple in g:
                 continue
             g.add(triple)
-            others = self._fact_sources(*triple) - {memory_id}
-            if others:
+            if self._fact_sources(*triple) - {memory_id}:
                 stats.reinforced += 1
             else:
                 stats.added += 1
-        self._log([{"op": "put", "graph": str(iri), "nt": g.serialize(format="nt", encoding=None)}])
+        self._store.commit([self._store.put(iri, g)])
         return stats
+
+    async def supersede(
+        self,
+        scope: str,
+        memory_id: str,
+        relations: list[Relation],
+        observed_at: datetime,
+        functional: Iterable[str],
+        pending: Iterable[tuple[Relation, str, datetime]] = (),
+    ) -> list[Fact]:
+        """Record what this memory's single-valued relations end: for each (s, p, o) with p
+        functional, every other current (s, p, o') valid at ``observed_at`` ends then; if an
+        (s, p, o') is newer than the memory, the memory's own fact ends when that began.
+        Adds to the memory's ``ends`` graph (idempotent). Returns the facts it ended.
+        ``pending`` are (relation, memory id, observed) of memories not linked yet (the
+        buffer): their facts count as asserted, so a change is caught before consolidation."""
+        return await self._locked(
+            self._supersede_sync,
+            scope, memory_id, relations, observed_at, set(functional), list(pending),
+        )  # fmt: skip
+
+    def _supersede_sync(
+        self,
+        scope: str,
+        memory_id: str,
+        relations: list[Relation],
+        observed_at: datetime,
+        functional: set[str],
+        pending: list[tuple[Relation, str, datetime]],
+    ) -> list[Fact]:
+        ends_iri = ends_graph_iri(scope, memory_id)
+        unlinked: dict[Triple, list[Source]] = defaultdict(list)
+        labels: dict[URIRef, str] = {}
+        for rel, mid, when in pending:
+            if mid == memory_id:
+                continue
+            triple = (
+                entity_iri(scope, rel.subject),
+                REL[predicate_name(rel.predicate)],
+                entity_iri(scope, rel.object),
+            )
+            unlinked[triple].append(Source(mid, when, when))
+            labels.setdefault(triple[0], rel.subject)
+            labels.setdefault(triple[2], rel.object)
+
+        def validity(triple: Triple) -> Validity:
+            v = self._validity(*triple)
+            known = {src.memory for src in v.sources}
+            v.sources += [src for src in unlinked.get(triple, []) if src.memory not in known]
+            return v
+
+        ends = Graph()
+        for triple in self._ds.graph(ends_iri).triples((None, None, None)):
+            ends.add(triple)
+        recorded = {
+            (ends.value(r, VOCAB.endsSubject), ends.value(r, VOCAB.endsPredicate),
+             ends.value(r, VOCAB.endsObject))
+            for r in ends.subjects(RDF.type, VOCAB.Supersession)
+        }  # fmt: skip
+        ended: list[Triple] = []
+
+        def end(triple: Triple, when: datetime) -> None:
+            if triple in recorded:
+                return
+            record = BNode()
+            ends.add((record, RDF.type, VOCAB.Supersession))
+            ends.add((record, VOCAB.endsSubject, triple[0]))
+            ends.add((record, VOCAB.endsPredicate, triple[1]))
+            ends.add((record, VOCAB.endsObject, triple[2]))
+            ends.add((record, VOCAB.endedAt, _stamp(when)))
+            recorded.add(triple)
+
+        for rel in relations:
+            name = predicate_name(rel.predicate)
+            if name not in functional and not rel.functional:
+                continue
+            s, p = entity_iri(scope, rel.subject), REL[name]
+            new = (s, p, entity_iri(scope, rel.object))
+            candidates = {
+                (s, p, o)
+                for _s, _p, o, ctx in self._ds.quads((s, p, None, None))
+                if self._active(ctx) and memory_id != _memory_id(ctx)
+            } | {t for t in unlinked if t[:2] == (s, p)}
+            for old in sorted(candidates):
+                if old[2] == new[2]:
+                    continue
+                v = validity(old)
+                if not v.sources:
+                    continue
+                if v.valid_at(observed_at):
+                    end(old, observed_at)
+                    ended.append(old)
+                else:
+                    later = [src.observed for src in v.sources if src.observed > observed_at]
+                    if later:  # the stored fact is newer: the memory's own fact ended then
+                        end(new, min(later))
+        if len(ends):
+            self._store.commit([self._store.put(ends_iri, ends)])
+        facts = []
+        for t in dict.fromkeys(ended):
+            fact = self._fact(t, validity(t))
+            fact.subject = labels.get(t[0], fact.subject)
+            fact.object = labels.get(t[2], fact.object)
+            facts.append(fact)
+        return facts
 
     async def deactivate(self, scope: str, memory_ids: Iterable[str]) -> int:
         """Soft forget: move the memories' graphs to the trash. Returns facts that lost
@@ -262,26 +373,22 @@ class GraphStore:
 
     def _move_sync(self, scope: str, memory_ids: list[str], to_trash: bool) -> int:
         entries: list[dict] = []
-        touched: set[tuple] = set()
+        touched: set[Triple] = set()
         for mid in memory_ids:
-            active, trashed = memory_graph_iri(scope, mid), trash_graph_iri(scope, mid)
-            src, dst = (active, trashed) if to_trash else (trashed, active)
-            g = self._ds.graph(src)
-            if len(g) == 0:
-                continue
-            touched.update(self._graph_triples(src) if to_trash else [])
-            nt = g.serialize(format="nt", encoding=None)
-            entries += [
-                {"op": "put", "graph": str(dst), "nt": nt},
-                {"op": "drop", "graph": str(src)},
+            pairs = [
+                (memory_graph_iri(scope, mid), trash_graph_iri(scope, mid)),
+                (ends_graph_iri(scope, mid), trash_ends_graph_iri(scope, mid)),
             ]
-            if not to_trash:
+            for active, trashed in pairs:
+                src, dst = (active, trashed) if to_trash else (trashed, active)
+                g = self._ds.graph(src)
+                if len(g) == 0:
+                    continue
                 touched.update(self._graph_triples(src))
+                entries += [self._store.put(dst, g), self._store.drop(src)]
         before = {t: bool(self._fact_sources(*t)) for t in touched}
-        if entries:
-            self._log(entries)
-        after = {t: bool(self._fact_sources(*t)) for t in touched}
-        return sum(1 for t in touched if before[t] != after[t])
+        self._store.commit(entries)
+        return sum(1 for t in touched if before[t] != bool(self._fact_sources(*t)))
 
     async def retract(self, scope: str, memory_ids: Iterable[str], purge: bool = False) -> int:
         """Remove the memories' graphs (active and trashed). Returns facts that lost their
@@ -291,15 +398,19 @@ class GraphStore:
     def _retract_sync(self, scope: str, memory_ids: list[str], purge: bool) -> int:
         entries, touched = [], set()
         for mid in memory_ids:
-            for iri in (memory_graph_iri(scope, mid), trash_graph_iri(scope, mid)):
+            for iri in (
+                memory_graph_iri(scope, mid),
+                trash_graph_iri(scope, mid),
+                ends_graph_iri(scope, mid),
+                trash_ends_graph_iri(scope, mid),
+            ):
                 if len(self._ds.graph(iri)):
                     touched.update(self._graph_triples(iri))
-                    entries.append({"op": "drop", "graph": str(iri)})
+                    entries.append(self._store.drop(iri))
         before = {t: bool(self._fact_sources(*t)) for t in touched}
-        if entries:
-            self._log(entries)
+        self._store.commit(entries)
         if purge:
-            self._compact_sync()
+            self._store.compact()
         return sum(1 for t in touched if before[t] and not self._fact_sources(*t))
 
     async def orphaned_by(self, scope: str, memory_ids: Iterable[str]) -> int:
@@ -324,50 +435,64 @@ class GraphStore:
         return await self._locked(self._link_sync, scope, text, max_words)
 
     def _link_sync(self, scope: str, text: str, max_words: int) -> list[URIRef]:
-        words = re.findall(r"[\w'’&\-.]+", text)
-        words = [w.strip(".") for w in words]
+        words = [w.strip(".") for w in re.findall(r"[\w'’&\-.]+", text)]
         found: dict[URIRef, None] = {}
         for n in range(max_words, 0, -1):
             for i in range(len(words) - n + 1):
                 span = " ".join(words[i : i + n])
                 for candidate in (span, re.sub(r"'s$", "", span)):
                     node = entity_iri(scope, candidate)
-                    if any(
-                        self._active(c)
-                        for _s, _p, _o, c in self._ds.quads((node, RDF.type, None, None))
-                    ):
+                    if self._mentions(node):
                         found[node] = None
+        # The extractors name the speaker "User": a first-person question is about them.
+        user = entity_iri(scope, "User")
+        if _FIRST_PERSON.search(text) and user not in found and self._mentions(user):
+            found[user] = None
         return list(found)
 
-    async def facts(self, scope: str, seeds: list[URIRef], hops: int, limit: int) -> list[Fact]:
+    async def facts(
+        self,
+        scope: str,
+        seeds: list[URIRef],
+        hops: int,
+        limit: int,
+        as_of: datetime | None = None,
+    ) -> list[Fact]:
         """Facts reachable from the seeds within ``hops`` (breadth first, best supported
-        first within a hop)."""
-        return await self._locked(self._facts_sync, scope, seeds, hops, limit)
+        first within a hop). With ``as_of``, only the facts valid then; without, current
+        facts and the superseded ones (flagged) alike."""
+        return await self._locked(self._facts_sync, scope, seeds, hops, limit, as_of)
 
-    def _facts_sync(self, scope: str, seeds: list[URIRef], hops: int, limit: int) -> list[Fact]:
+    def _facts_sync(
+        self, scope: str, seeds: list[URIRef], hops: int, limit: int, as_of: datetime | None
+    ) -> list[Fact]:
         seen_nodes = set(seeds)
         frontier = list(seeds)
-        out: dict[tuple, tuple[int, _Agg]] = {}
+        out: dict[Triple, Fact] = {}
         for hop in range(1, hops + 1):
-            found: dict[tuple, _Agg] = defaultdict(_Agg)
+            found: dict[Triple, Validity] = {}
             for node in frontier:
                 for pattern in ((node, None, None, None), (None, None, node, None)):
                     for s, p, o, ctx in self._ds.quads(pattern):
-                        if not str(p).startswith(str(REL)) or not self._active(ctx):
+                        triple = (s, p, o)
+                        if (
+                            not str(p).startswith(str(REL))
+                            or not self._active(ctx)
+                            or triple in out
+                            or triple in found
+                        ):
                             continue
-                        if (s, p, o) in out:
-                            continue
-                        agg = found[(s, p, o)]
-                        agg.sources.add(_memory_id(ctx))
-                        when = self._asserted_at(ctx)
-                        if when and (agg.last_seen is None or when > agg.last_seen):
-                            agg.last_seen = when
-            ranked = sorted(found.items(), key=lambda kv: -len(kv[1].sources))
+                        v = self._validity(*triple)
+                        if as_of is None or v.valid_at(as_of):
+                            found[triple] = v
+            ranked = sorted(
+                found.items(), key=lambda kv: (kv[1].valid_to is not None, -len(kv[1].sources))
+            )
             next_frontier = []
-            for triple, agg in ranked:
+            for triple, v in ranked:
                 if len(out) >= limit:
                     break
-                out[triple] = (hop, agg)
+                out[triple] = self._fact(triple, v, hop)
                 for node in (triple[0], triple[2]):
                     if node not in seen_nodes:
                         seen_nodes.add(node)
@@ -375,42 +500,13 @@ class GraphStore:
             frontier = next_frontier
             if not frontier or len(out) >= limit:
                 break
-        return [
-            Fact(
-                subject=self._label(s),
-                predicate=str(p)[len(str(REL)) :],
-                object=self._label(o),
-                support=len(agg.sources),
-                sources=sorted(agg.sources),
-                hops=hop,
-                last_seen=agg.last_seen,
-            )
-            for (s, p, o), (hop, agg) in out.items()
-        ]
-
-    def _asserted_at(self, ctx: object) -> datetime | None:
-        iri = URIRef(_iri(ctx))
-        for value in self._ds.graph(iri).objects(iri, VOCAB.assertedAt):
-            try:
-                return datetime.fromisoformat(str(value))
-            except ValueError:
-                return None
-        return None
+        return list(out.values())
 
     async def entity_support(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         """For each entity name, how many active memory graphs of the scope mention it."""
-        return await self._locked(self._support_sync, scope, list(names))
-
-    def _support_sync(self, scope: str, names: list[str]) -> dict[str, int]:
-        out = {}
-        for name in names:
-            node = entity_iri(scope, name)
-            out[name] = sum(
-                1
-                for _s, _p, _o, c in self._ds.quads((node, RDF.type, None, None))
-                if self._active(c)
-            )
-        return out
+        return await self._locked(
+            lambda: {name: self._mentions(entity_iri(scope, name)) for name in names}
+        )
 
     async def memories_mentioning(self, scope: str, name: str) -> set[str]:
         """Memories (active or trashed) whose graph mentions the entity."""
@@ -418,15 +514,14 @@ class GraphStore:
 
     def _mentioning_sync(self, scope: str, name: str) -> set[str]:
         node = entity_iri(scope, name)
-        prefix = scope_base(scope)
         return {
             _memory_id(c)
-            for _s, _p, _o, c in self._ds.quads((node, RDF.type, None, None))
-            if _iri(c).startswith(prefix)
+            for *_t, c in self._ds.quads((node, RDF.type, None, None))
+            if _iri(c).startswith(scope_base(scope)) and _kind(c) in ("memory", "trash")
         }
 
     async def count_facts(self) -> dict[str, int]:
-        """Distinct current facts per scope."""
+        """Distinct facts (current or superseded) per scope."""
         return await self._locked(self._count_sync)
 
     def _count_sync(self) -> dict[str, int]:

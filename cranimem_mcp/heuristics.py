@@ -368,7 +368,10 @@ _FIRST_PERSON_FACTS = re.compile(
     r"\b(?:i|we|and)\s+(?:am\s+|'m\s+)?(?:also\s+|now\s+|still\s+|just\s+)?"
     r"(live in|lives in|moved to|work at|work for|prefer|am allergic to|'m allergic to|"
     r"allergic to|use|was born in)\s+"
-    r"([\w'’\-]+(?:\s+(?!and\b|or\b|over\b|but\b|because\b|with\b|as\b|for\b|in\b|at\b)"
+    r"(?:(?:the|a|an|my)\s+)?"
+    r"([\w'’\-]+(?:\s+(?!(?:and|or|over|but|because|with|as|for|in|at|on|to|from|since|"
+    r"these|this|that|those|now|nowadays|lately|today|tonight|anymore|instead|too|again|"
+    r"every|so|then|when|very|really|though|actually)\b)"
     r"[\w'’\-]+){0,3})",
     re.I,
 )

@@ -84,6 +84,9 @@ class Relation(BaseModel):
     subject: str
     predicate: str
     object: str
+    functional: bool | None = Field(
+        None, description="Single-valued for its subject (a new object replaces the old one)"
+    )
 
 
 class Extraction(BaseModel):
@@ -111,6 +114,12 @@ class RememberResult(BaseModel):
     evicted: list[Decision] = Field(
         default=[], description="Buffer overflow: the oldest entries that went through replay"
     )
+    superseded: list[Fact] = Field(
+        default=[], description="Facts whose validity this write ended (confirm with the user)"
+    )
+    observed_at: datetime | None = Field(
+        None, description="When the event happened: a date the text states, else the write time"
+    )
 
 
 class RecallItem(BaseModel):
@@ -120,6 +129,7 @@ class RecallItem(BaseModel):
     score: float
     created_at: datetime
     tier: Tier
+    observed_at: datetime | None = None
 
 
 class Fact(BaseModel):
@@ -130,7 +140,11 @@ class Fact(BaseModel):
     sources: list[str]
     score: float = 0.0
     hops: int = 0
+    first_seen: datetime | None = None
     last_seen: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = Field(None, description="null while the fact is current")
+    superseded: bool = False
 
 
 class RecallResult(BaseModel):

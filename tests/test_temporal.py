@@ -1,0 +1,157 @@
+"""Facts change: supersession instead of piling up, as_of recall, event times, decay."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from cranimem_mcp.temporal import Source, Validity, decay, observed_at
+
+pytestmark = pytest.mark.anyio
+LIFE = "Remember durable facts about the user's life"
+
+
+def triples(facts, current_only=False):
+    return {
+        (f.subject, f.predicate, f.object)
+        for f in facts
+        if not (current_only and f.superseded)
+    }
+
+
+async def test_a_move_supersedes_the_old_home_and_keeps_it(open_engine):
+    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+        paris = await engine.remember("I live in Paris.", goal=LIFE)
+        await engine.consolidate()
+        between = datetime.now(UTC)
+        berlin = await engine.remember("I moved to Berlin.", goal=LIFE)
+        (ended,) = berlin.superseded
+        assert (ended.subject, ended.predicate, ended.object) == ("User", "lives_in", "Paris")
+        assert ended.superseded and ended.valid_to == berlin.observed_at
+        await engine.consolidate()
+
+        now = await engine.recall("Where does the user live?", paths=["graph"])
+        facts = {(f.subject, f.predicate, f.object): f for f in now.facts}
+        assert facts[("User", "lives_in", "Berlin")].superseded is False
+        assert facts[("User", "lives_in", "Berlin")].valid_to is None
+        old = facts[("User", "lives_in", "Paris")]  # kept, not deleted, and labelled
+        assert old.superseded and old.sources == [paris.id]
+        assert "previously, until" in now.context
+        assert now.context.index("Berlin") < now.context.index("Paris")
+
+        then = await engine.recall("Where does the user live?", paths=["graph"], as_of=between)
+        assert ("User", "lives_in", "Paris") in triples(then.facts)
+        assert ("User", "lives_in", "Berlin") not in triples(then.facts)
+        rows = {r["id"] for r in await engine.episodic.scope_rows("default", None)}
+        assert {paris.id, berlin.id} <= rows
+
+
+async def test_job_change_and_changed_preference(open_engine):
+    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+        await engine.remember("I work at Acme Robotics.", goal=LIFE)
+        await engine.remember("I prefer tea in the morning.", goal=LIFE)
+        await engine.consolidate()
+        job = await engine.remember("I work at Globex now.", goal=LIFE)
+        taste = await engine.remember("I prefer coffee these days.", goal=LIFE)
+        assert triples(job.superseded) == {("User", "works_at", "Acme Robotics")}
+        assert triples(taste.superseded) == {("User", "prefers", "tea")}
+        await engine.consolidate()
+        result = await engine.recall("Where do I work and what do I drink?", paths=["graph"])
+        current = triples(result.facts, current_only=True)
+        assert {("User", "works_at", "Globex"), ("User", "prefers", "coffee")} <= current
+        assert ("User", "works_at", "Acme Robotics") not in current
+
+
+async def test_multi_valued_relations_supersede_nothing(open_engine):
+    # Replay is not under test: promote everything.
+    async with open_engine(
+        gating={"tau_noise": -1.0}, consolidation={"tau_consolidation": 0.0}
+    ) as engine:
+        await engine.remember("I use Neovim.", goal=LIFE)
+        await engine.remember("Alice knows Bob.", goal=LIFE)
+        await engine.consolidate()
+        rust = await engine.remember("I use Rust.", goal=LIFE)
+        carol = await engine.remember("Alice knows Carol.", goal=LIFE)
+        assert rust.superseded == [] and carol.superseded == []
+        await engine.consolidate()
+        result = await engine.recall("What do I use, whom does Alice know?", paths=["graph"])
+        current = triples(result.facts, current_only=True)
+        assert {("User", "uses", "Neovim"), ("User", "uses", "Rust")} <= current
+        assert {("Alice", "knows", "Bob"), ("Alice", "knows", "Carol")} <= current
+
+
+async def test_forgetting_the_move_makes_the_old_home_current_again(open_engine):
+    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+        await engine.remember("I live in Paris.", goal=LIFE)
+        await engine.consolidate()
+        berlin = await engine.remember("I moved to Berlin.", goal=LIFE)
+        await engine.forget(ids=[berlin.id])
+        result = await engine.recall("Where do I live?", paths=["graph"])
+        assert ("User", "lives_in", "Paris") in triples(result.facts, current_only=True)
+
+
+async def test_a_stated_event_time_orders_facts(open_engine):
+    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+        rome = await engine.remember("In March 2015 I moved to Rome.", goal=LIFE)
+        assert rome.observed_at == datetime(2015, 3, 1, tzinfo=UTC)
+        oslo = await engine.remember("In June 2021 I moved to Oslo.", goal=LIFE)
+        assert triples(oslo.superseded) == {("User", "lives_in", "Rome")}
+        await engine.consolidate()
+        # Told late about an even older home: it does not end the current one...
+        lyon = await engine.remember("In 2010 I moved to Lyon.", goal=LIFE)
+        assert lyon.superseded == []
+        await engine.consolidate()
+        result = await engine.recall("Where do I live?", paths=["graph"])
+        assert triples(result.facts, current_only=True) >= {("User", "lives_in", "Oslo")}
+        assert ("User", "lives_in", "Lyon") not in triples(result.facts, current_only=True)
+        # ... but it held in 2012.
+        then = await engine.recall("Where did I live?", paths=["graph"], as_of="2012-06-01")
+        assert ("User", "lives_in", "Lyon") in triples(then.facts)
+        assert ("User", "lives_in", "Oslo") not in triples(then.facts)
+
+
+async def test_decay_prunes_only_the_old_and_unused_into_the_trash(open_engine):
+    async with open_engine(
+        gating={"tau_noise": -1.0},
+        # A half-life of about a second: anything not used in this test's last moments is old.
+        temporal={"longterm_capacity": 2, "half_life_days": 1 / 86400},
+    ) as engine:
+        kept = await engine.remember("I am allergic to penicillin.", goal=LIFE)
+        a = await engine.remember("I visited Lisbon once.", goal=LIFE)
+        b = await engine.remember("I once owned a red bicycle.", goal=LIFE)
+        await engine.consolidate()
+        assert (await engine.stats()).scopes[0].longterm == 2  # the bound holds already
+        await engine.restore(
+            [r["id"] for r in await engine.episodic.scope_rows("default", ("trash",))]
+        )
+        await engine.recall("penicillin allergy")  # used just now: it must survive
+        report = await engine.consolidate()
+        decayed = [d for d in report.decisions if d.reason.startswith("decayed")]
+        assert kept.id not in {d.id for d in decayed}
+        assert len(decayed) == 1 and decayed[0].id in {a.id, b.id}
+        (row,) = await engine.episodic.get([decayed[0].id])
+        assert row["tier"] == "trash" and row["prev_tier"] == "longterm"
+
+
+def test_validity_reopens_a_fact_asserted_anew():
+    t = [datetime(2020 + i, 1, 1, tzinfo=UTC) for i in range(5)]
+    v = Validity(sources=[Source("m1", t[0], t[0]), Source("m3", t[3], t[3])], ends=[t[2]])
+    assert v.valid_at(t[1]) and not v.valid_at(t[2]) and v.valid_at(t[4])
+    assert v.valid_to is None and v.valid_from == t[3]
+    v = Validity(sources=[Source("m1", t[0], t[0])], ends=[t[2]])
+    assert v.valid_to == t[2] and v.superseded(t[4]) and not v.superseded(t[1])
+
+
+def test_observed_at_reads_stated_dates():
+    assert observed_at("On 2024-05-03 we met") == datetime(2024, 5, 3, tzinfo=UTC)
+    assert observed_at("I was born on 14 March 1990.") == datetime(1990, 3, 14, tzinfo=UTC)
+    assert observed_at("Since 2019 I work at X") == datetime(2019, 1, 1, tzinfo=UTC)
+    assert observed_at("I live in Paris") is None
+    assert observed_at("February 30, 2021") is None
+
+
+def test_decay_halves_per_half_life():
+    assert decay(timedelta(days=0), 10) == 1.0
+    assert decay(timedelta(days=10), 10) == pytest.approx(0.5)
+    assert decay(timedelta(days=10), 0) == 1.0
