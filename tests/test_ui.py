@@ -1,0 +1,274 @@
+"""The inspector at /ui: end to end in headless Chromium (Debian's ``chromium`` driven by
+Playwright) against a ``cranimem-mcp ui`` subprocess seeded over MCP, plus its auth and CSRF
+checks over plain HTTP. What the page does is checked through the MCP ``cranimem://stats``
+resource, read by a real MCP client with the bearer token.
+
+Screenshots go to ``$UI_SCREENSHOTS_DIR`` (default: a temporary directory);
+``UI_SCREENSHOTS_DIR=docs/img pytest tests/test_ui.py`` refreshes the README's images.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+TOKEN = "ui-test-token-" + "z" * 24
+SCRIPT = "<script>alert('pwned')</script>"
+SEED = {
+    "alice": "My sister Alice Martin lives in Lyon and works at Acme Robotics.",
+    "shellfish": "I am allergic to shellfish, so no seafood restaurants please.",
+    "bob": "Bob Chen works at Acme Robotics on the Atlas project.",
+    "seats": "I prefer window seats on long flights.",
+    "atlas": "My project Atlas uses PostgreSQL and runs on Kubernetes.",
+}
+HOSTILE = f"The Atlas design doc by Carol Diaz contains {SCRIPT} and <b>bold</b> markup."
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def server_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
+    env.update(CRANIMEM_HOME=str(home), HF_HUB_OFFLINE="1", LANCE_LOG="error", **extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _mcp(base: str, fn):  # type: ignore[no-untyped-def]
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+        async with Client(streamable_http_client(base + "/mcp", http_client=http), cache=None) as c:
+            return await fn(c)
+
+
+async def scope_stats(base: str) -> dict:
+    async def read(c):  # type: ignore[no-untyped-def]
+        result = await c.read_resource("cranimem://stats")
+        return json.loads(result.contents[0].text)
+
+    data = await _mcp(base, read)
+    return next(s for s in data["scopes"] if s["scope"] == "default")
+
+
+async def _seed(base: str) -> dict[str, str]:
+    async def seed(c):  # type: ignore[no-untyped-def]
+        ids = {}
+        for key, content in SEED.items():
+            r = (await c.call_tool("remember", {"content": content})).structured_content
+            assert r["status"] == "stored", r
+            ids[key] = r["id"]
+        r = await c.call_tool(
+            "remember", {"content": HOSTILE, "goal": "Notes about the Atlas design doc"}
+        )
+        assert r.structured_content["status"] == "stored", r.structured_content
+        ids["hostile"] = r.structured_content["id"]
+        report = (await c.call_tool("consolidate", {})).structured_content
+        assert report["promoted"] == len(ids), report
+        return ids
+
+    return await _mcp(base, seed)
+
+
+@pytest.fixture(scope="module")
+def inspector(tmp_path_factory):
+    """``cranimem-mcp ui`` on a fresh data directory, seeded over MCP; yields its addresses."""
+    home = tmp_path_factory.mktemp("ui") / "data"
+    port = free_port()
+    env = server_env(
+        home,
+        CRANIMEM_TOKEN=TOKEN,
+        CRANIMEM_MODELS__EMBEDDER="local",
+        CRANIMEM_MODELS__TAGGER="heuristic",
+        CRANIMEM_MODELS__EXTRACTOR="heuristic",
+        CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0",
+    )
+    cmd = [sys.executable, "-m", "cranimem_mcp.cli", "ui", "--port", str(port),
+           "--data-dir", str(home)]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            httpx.get(base + "/ui", timeout=1)
+            break
+        except httpx.TransportError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(proc.stderr.read().decode()) from None
+            time.sleep(0.2)
+    printed = proc.stdout.readline().decode()
+    ids = anyio.run(_seed, base)
+    yield SimpleNamespace(base=base, printed=printed, ids=ids)
+    proc.terminate()
+    proc.communicate(timeout=30)
+
+
+# --- over plain HTTP -------------------------------------------------------------------------
+
+
+def test_ui_command_prints_the_address_with_the_token(inspector):
+    assert inspector.printed.strip().endswith(f"{inspector.base}/ui?token={TOKEN}")
+
+
+def test_without_the_token_the_ui_answers_401(inspector):
+    base = inspector.base
+    for path in ("/ui", "/ui/", "/ui/memories", "/ui/graph", "/ui/api/stats", "/ui/static/ui.js"):
+        assert httpx.get(base + path).status_code == 401, path
+    assert httpx.get(base + "/ui?token=" + "y" * len(TOKEN)).status_code == 401
+    forged = {"Cookie": "cranimem_ui=" + "0" * 64}
+    assert httpx.get(base + "/ui", headers=forged).status_code == 401
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert httpx.get(base + "/ui", headers=bearer).status_code == 200
+
+
+def test_token_in_the_url_becomes_a_strict_cookie_for_the_ui_only(inspector):
+    base = inspector.base
+    with httpx.Client(base_url=base) as http:
+        first = http.get(f"/ui/memories?token={TOKEN}&tier=longterm")
+        assert first.status_code == 303
+        assert first.headers["location"] == "/ui/memories?tier=longterm"  # token dropped
+        cookie = first.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/ui" in cookie
+        assert TOKEN not in cookie  # the cookie is not the bearer token
+        assert http.get("/ui/memories?tier=longterm").status_code == 200  # cookie sent
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        # The cookie opens /ui only: /mcp stays bearer-only.
+        value = cookie.split(";")[0]
+        mcp = httpx.post(base + "/mcp", json=body, headers={"Cookie": value})
+        assert mcp.status_code == 401
+
+
+def test_changes_need_a_same_origin_json_post(inspector):
+    base, mid = inspector.base, inspector.ids["shellfish"]
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    payload = {"ids": [mid], "scope": "default"}
+    evil = httpx.post(base + "/ui/api/forget", json=payload,
+                      headers={**bearer, "Origin": "http://evil.example"})  # fmt: skip
+    assert evil.status_code == 403
+    assert httpx.post(base + "/ui/api/forget", json=payload, headers=bearer).status_code == 403
+    form = httpx.post(base + "/ui/api/forget", data={"ids": mid},
+                      headers={**bearer, "Origin": base})  # fmt: skip
+    assert form.status_code == 415
+    assert httpx.get(base + "/ui/api/forget", headers=bearer).status_code == 405
+    memories = httpx.get(base + "/ui/api/memories?tier=trash", headers=bearer).json()
+    assert memories["memories"] == []  # nothing was forgotten
+
+
+def test_stored_markup_is_escaped(inspector):
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    page = httpx.get(inspector.base + "/ui/memories", headers=bearer)
+    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in page.text
+    assert SCRIPT not in page.text and "<b>bold" not in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]  # no inline script
+
+
+# --- in Chromium -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def browser(inspector, tmp_path):
+    """A page in headless Chromium that accepts (and records) every dialog."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium on PATH (apt-get install -y chromium)")
+    async_api = pytest.importorskip(
+        "playwright.async_api", reason="playwright not installed (pip install -e '.[ui-test]')"
+    )
+    async with async_api.async_playwright() as pw:
+        chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = await chromium.new_page(viewport={"width": 1280, "height": 900})
+        dialogs: list[str] = []
+
+        async def on_dialog(dialog):  # type: ignore[no-untyped-def]
+            dialogs.append(dialog.type)
+            await dialog.accept()
+
+        page.on("dialog", on_dialog)
+        shots = Path(os.environ.get("UI_SCREENSHOTS_DIR") or tmp_path)
+        shots.mkdir(parents=True, exist_ok=True)
+        yield SimpleNamespace(page=page, expect=async_api.expect, dialogs=dialogs, shots=shots)
+        await chromium.close()
+
+
+async def test_inspector_end_to_end_in_chromium(inspector, browser):
+    page, expect, shots = browser.page, browser.expect, browser.shots
+    base, ids = inspector.base, inspector.ids
+    before = await scope_stats(base)
+    assert before["longterm"] == len(ids) and before["trash"] == 0
+
+    # Overview: the token in the address becomes a cookie; the counts show.
+    await page.goto(f"{base}/ui?token={TOKEN}")
+    assert urlsplit(page.url).query == ""
+    row = page.locator('tr[data-scope="default"]')
+    await expect(row.locator('[data-stat="longterm"]')).to_have_text(str(before["longterm"]))
+    await expect(row.locator('[data-stat="trash"]')).to_have_text("0")
+    await expect(row.locator('[data-stat="facts"]')).to_have_text(str(before["facts"]))
+    await expect(page.locator(".report tr.promote")).to_have_count(len(ids))
+    await page.screenshot(path=shots / "ui-overview.png", full_page=True)
+
+    # Memories: a search (the dual-path recall) finds Bob's memory; stored markup is text.
+    await page.goto(f"{base}/ui/memories")
+    await expect(page.get_by_text(HOSTILE)).to_be_visible()
+    await page.get_by_label("Search").fill("Who works at Acme Robotics?")
+    await page.get_by_role("button", name="Search").click()
+    bob = page.locator(f'article.memory[data-id="{ids["bob"]}"]')
+    await expect(bob.locator(".content")).to_have_text(SEED["bob"])
+    await bob.locator("summary").click()
+    await expect(bob.locator("dl")).to_contain_text("tagged by")
+    await page.screenshot(path=shots / "ui-memories.png", full_page=True)
+
+    # Forget in the page: the memory is in the trash, as the MCP stats resource sees it.
+    await bob.get_by_role("button", name="Forget").click()
+    await expect(page.locator("#status")).to_contain_text("forget: 1")
+    after = await scope_stats(base)
+    assert (after["trash"], after["longterm"]) == (1, before["longterm"] - 1)
+
+    # Restore from the trash view brings it back.
+    await page.goto(f"{base}/ui/memories?tier=trash")
+    trashed = page.locator(f'article.memory[data-id="{ids["bob"]}"]')
+    await trashed.get_by_role("button", name="Restore").click()
+    await expect(page.locator("#status")).to_contain_text("restore: 1")
+    restored = await scope_stats(base)
+    assert (restored["trash"], restored["longterm"]) == (0, before["longterm"])
+
+    # Purge erases for good: not in any tier afterwards.
+    await page.goto(f"{base}/ui/memories")
+    seats = page.locator(f'article.memory[data-id="{ids["seats"]}"]')
+    await seats.get_by_role("button", name="Purge").click()
+    await expect(page.locator("#status")).to_contain_text("purge: 1")
+    await expect(seats).to_have_count(0)
+    purged = await scope_stats(base)
+    assert (purged["trash"], purged["longterm"]) == (0, before["longterm"] - 1)
+    assert browser.dialogs == ["confirm"] * 3  # no alert() from stored text
+
+    # Graph: it renders; clicking a node lists its facts with their source memories.
+    await page.goto(f"{base}/ui/graph")
+    await expect(page.locator("#graph")).to_have_attribute("data-state", "settled")
+    assert await page.locator("#graph .node").count() >= 5
+    assert await page.locator("#graph .edge").count() >= 4
+    await page.locator("#graph .node", has_text="Acme Robotics").locator("circle").click()
+    triple = page.locator(".triple", has_text="Bob Chen works at Acme Robotics")
+    fact = page.locator("#facts li.fact", has=triple)
+    await expect(fact).to_be_visible()
+    await expect(fact.locator(".source")).to_contain_text(SEED["bob"])
+    await expect(page.locator("#graph")).to_have_attribute("data-state", "settled")
+    await page.screenshot(path=shots / "ui-graph.png")
