@@ -33,9 +33,11 @@ function api(path, params) {
 
 function addNode(n, near) {
   if (nodes.has(n.id)) return;
-  const angle = Math.random() * 2 * Math.PI;
+  // A golden-angle spiral: deterministic, evenly spread, so the layout is repeatable.
+  const angle = nodes.size * 2.39996;
   const base = near || { x: 0, y: 0 };
-  const node = { ...n, x: base.x + 60 * Math.cos(angle), y: base.y + 60 * Math.sin(angle),
+  const r = near ? 70 : 40 * Math.sqrt(nodes.size + 1);
+  const node = { ...n, x: base.x + r * Math.cos(angle), y: base.y + r * Math.sin(angle),
                  vx: 0, vy: 0 };
   node.el = el("g", { class: "node", "data-id": n.id }, nodeLayer);
   el("circle", { r: 6 + 3 * Math.min(6, n.support || 1) }, node.el);
@@ -61,7 +63,7 @@ function tick() {
       const a = list[i], b = list[j];
       let dx = b.x - a.x, dy = b.y - a.y;
       const d2 = Math.max(dx * dx + dy * dy, 25);
-      const f = 2400 / d2;
+      const f = 5000 / d2;
       const d = Math.sqrt(d2);
       dx /= d; dy /= d;
       a.vx -= f * dx; a.vy -= f * dy; b.vx += f * dx; b.vy += f * dy;
@@ -71,12 +73,12 @@ function tick() {
     const a = nodes.get(e.source), b = nodes.get(e.target);
     const dx = b.x - a.x, dy = b.y - a.y;
     const d = Math.max(Math.sqrt(dx * dx + dy * dy), 1);
-    const f = (d - 110) * 0.02;
+    const f = (d - 140) * 0.02;
     a.vx += f * dx / d; a.vy += f * dy / d; b.vx -= f * dx / d; b.vy -= f * dy / d;
   }
   for (const n of list) {                          // gravity to the centre, damping, move
-    n.vx = (n.vx - n.x * 0.004) * 0.6;
-    n.vy = (n.vy - n.y * 0.004) * 0.6;
+    n.vx = (n.vx - n.x * 0.003) * 0.6;
+    n.vy = (n.vy - n.y * 0.003) * 0.6;
     n.x += Math.max(-20, Math.min(20, n.vx)) * heat;
     n.y += Math.max(-20, Math.min(20, n.vy)) * heat;
   }
