@@ -17,9 +17,7 @@ import anyio
 from pydantic import BaseModel
 
 from .config import Settings, load_settings
-from .engine import MemoryEngine
 from .errors import CranimemError
-from .providers import select_providers
 
 logger = logging.getLogger("cranimem_mcp")
 
@@ -76,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-chars", type=int)
     p.add_argument("--path", action="append", dest="paths", choices=["episodic", "graph"])
     p.add_argument("--as-of", help="ISO 8601 time: recall what held then")
+    p.add_argument("--all-scopes", action="store_true", help="search every scope")
 
     p = sub.add_parser("consolidate", help="replay the buffer now")
     _common(p)
@@ -103,6 +102,17 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", help="per-scope counts")
     _common(p)
+
+    p = sub.add_parser("check", help="check that the stores agree (exit 1 on problems)")
+    _common(p)
+
+    p = sub.add_parser("export", help="write memories (JSON Lines) and the graph (TriG)")
+    _common(p)
+    p.add_argument("out", type=Path, help="directory to write memories.jsonl and graph.trig to")
+
+    p = sub.add_parser("import", help="read an export into an empty data directory")
+    _common(p)
+    p.add_argument("src", type=Path, help="directory written by export")
 
     p = sub.add_parser("doctor", help="check the Ollama host, models, embedder and store")
     _common(p)
@@ -156,25 +166,28 @@ async def _one_shot(args: argparse.Namespace) -> int:
     if args.command == "reembed":
         await _reembed(args, settings)
         return 0
-    async with (
-        await select_providers(settings) as providers,
-        MemoryEngine(
-            settings,
-            embedder=providers.embedder,
-            tagger=providers.tagger,
-            extractor=providers.extractor,
-            model_notes=providers.reasons,
-            background=False,
-        ) as engine,
-    ):
-        cmd = args.command
-        if cmd == "remember":
+    from .sharing import shared_engine
+
+    cmd = args.command
+    if cmd == "import":
+        return await _import(args, settings)
+    # While a server owns the directory these go through it; "check" and "export" read the
+    # stores directly, so they need the directory to themselves.
+    async with shared_engine(settings, exclusive=cmd in ("check", "export")) as engine:
+        if cmd == "export":
+            from .portability import export
+
+            counts = await export(engine, args.out)
+            print(f"exported {counts['memories']} memories and {counts['quads']} quads "
+                  f"to {args.out}")  # fmt: skip
+        elif cmd == "remember":
             r = await engine.remember(args.content, args.scope, args.goal, args.source, args.tags)
             _emit(args, r, f"{r.status} {r.id or ''} (relevance {r.relevance:.3f}): {r.reason}")
         elif cmd == "recall":
             r = await engine.recall(
-                args.query, args.scope, args.k, args.max_chars, args.paths, args.as_of
-            )
+                args.query, args.scope, args.k, args.max_chars, args.paths, args.as_of,
+                args.all_scopes,
+            )  # fmt: skip
             _emit(args, r, r.context)
         elif cmd == "consolidate":
             r = await engine.consolidate(args.scope, args.dry_run)
@@ -192,6 +205,13 @@ async def _one_shot(args: argparse.Namespace) -> int:
         elif cmd == "goal":
             r = await engine.set_goal(args.goal, args.scope)
             _emit(args, r, f"goal of {r.scope}: {r.goal}")
+        elif cmd == "check":
+            problems = await engine.check()
+            if args.json:
+                print(json.dumps({"problems": problems}, indent=2))
+            else:
+                print("\n".join(problems) if problems else "ok: the stores agree")
+            return 1 if problems else 0
         elif cmd == "stats":
             r = await engine.stats()
             lines = [f"data directory: {r.data_dir}", f"models: {r.models}"]
@@ -218,10 +238,26 @@ async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if any(c.status == "FAIL" for c in checks) else 0
 
 
+async def _import(args: argparse.Namespace, settings: Settings) -> int:
+    from .portability import import_into
+    from .sharing import exclusive_directory, open_local
+
+    async with exclusive_directory(settings), open_local(settings, background=False) as engine:
+        counts = await import_into(engine, args.src)
+    print(f"imported {counts['memories']} memories and {counts['quads']} quads "
+          f"into {settings.home}")  # fmt: skip
+    return 0
+
+
 async def _reembed(args: argparse.Namespace, settings: Settings) -> None:
     from .doctor import reembed
+    from .providers import select_providers
+    from .sharing import exclusive_directory
 
-    async with await select_providers(settings, embedder=args.to) as providers:
+    async with (
+        exclusive_directory(settings),
+        await select_providers(settings, embedder=args.to) as providers,
+    ):
         old, new, n = await reembed(settings, providers.embedder)
     print(f"re-embedded {n} memories: {old} -> {new}" if n or old != new else f"already {new}")
 
@@ -252,6 +288,12 @@ async def _serve(args: argparse.Namespace) -> None:
     settings = base.model_copy(update={"server": base.server.model_copy(update=server_overrides)})
     if server_overrides:
         settings = Settings.model_validate(settings.model_dump())
+    if args.command == "ui" or settings.server.transport == "http":
+        from .sharing import exclusive_directory
+
+        # The daemon must own the directory: fail now, not at the first tool call.
+        async with exclusive_directory(settings):
+            pass
     mcp = build_server(settings)
     logger.info("data directory %s", settings.home)
     if args.command == "ui":
@@ -276,6 +318,9 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # What we store is private: LanceDB creates its files with the process umask (0644 and
+    # 0755 under the usual 022), so every file and folder we or it create is owner-only.
+    os.umask(0o077)
     _setup_logging(args.verbose if args.command != "serve" else max(1, args.verbose))
     try:
         if args.command in ("serve", "ui"):
@@ -284,7 +329,12 @@ def main(argv: list[str] | None = None) -> int:
             from .eval import command
 
             settings = load_settings(args.config)
-            run = command.eval_hotpotqa if args.command == "eval" else command.bench
+            if args.command == "bench":
+                run = command.bench
+            elif args.benchmark == "temporal":
+                run = command.eval_temporal
+            else:
+                run = command.eval_hotpotqa
             anyio.run(run, args, settings, print)
         elif args.command == "demo":
             from .demo import run_demo

@@ -774,9 +774,12 @@ class MemoryEngine:
         max_chars: int | None = None,
         paths: list[str] | None = None,
         as_of: str | datetime | None = None,
+        all_scopes: bool = False,
     ) -> RecallResult:
         """Dual-path recall. ``as_of`` (ISO 8601) recalls what was known to hold then:
-        facts valid at that time and memories of events up to it."""
+        facts valid at that time and memories of events up to it. ``all_scopes`` searches
+        every scope (``scope`` is then ignored) and keeps the best ``k`` memories overall;
+        each item names its scope."""
         started = time.perf_counter()
         query = _check_text("query", query, MAX_CONTENT)
         scope = _check_scope(scope)
@@ -794,26 +797,59 @@ class MemoryEngine:
         when = _check_time(as_of) if as_of is not None else None
 
         qvec = (await self.embedder.embed([query]))[0]
-        items = []
-        if "episodic" in paths:
-            items = await retrieval.episodic_path(self.episodic, scope, query, qvec, k, when)
-        facts = []
-        if "graph" in paths:
-            seeds = [it.content for it in items[:3]]
-            facts = await retrieval.graph_path(
-                self.graph, self.embedder, scope, query, qvec, seeds, r.hops, r.max_facts,
-                as_of=when, half_life_days=self.settings.temporal.half_life_days,
-            )  # fmt: skip
+        scopes = [scope]
+        if all_scopes:
+            scopes = sorted({s for s, _t in await self.episodic.census()}) or [scope]
+        items: list[Any] = []
+        facts: list[Any] = []
+        for s in scopes:
+            found = []
+            if "episodic" in paths:
+                found = await retrieval.episodic_path(self.episodic, s, query, qvec, k, when)
+            if found:
+                await self._mark_outdated(s, found, when or now())
+            for it in found:
+                it.scope = s
+            items += found
+            if "graph" in paths:
+                seeds = [it.content for it in found[:3]]
+                facts += await retrieval.graph_path(
+                    self.graph, self.embedder, s, query, qvec, seeds, r.hops, r.max_facts,
+                    as_of=when, half_life_days=self.settings.temporal.half_life_days,
+                )  # fmt: skip
+        if len(scopes) > 1:  # one budget across scopes: the best overall
+            items = sorted(items, key=lambda it: -it.score)[:k]
+            facts = sorted(facts, key=lambda f: -f.score)[: r.max_facts]
         context, items, facts = retrieval.render(items, facts, max_chars, r.min_score)
-        if items:
-            async with self._lock(scope):
-                await self.episodic.touch([it.id for it in items], now())
+        for s in scopes:
+            ids = [it.id for it in items if it.scope == s]
+            if ids:
+                async with self._lock(s):
+                    await self.episodic.touch(ids, now())
         return RecallResult(
             context=context,
             items=items,
             facts=facts,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
         )
+
+    async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
+        """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
+        user moved on) is kept but counts half and is labelled "previously", like its facts."""
+        memories = {}
+        for it in items:
+            observed = it.observed_at or it.created_at
+            if it.tier == "longterm":
+                memories[it.id] = (observed, None)
+            else:
+                relations = linkage.check(extract_one(it.content)).relations
+                memories[it.id] = (observed, relations)
+        stale = await self.graph.outdated(scope, memories, when)
+        for it in items:
+            if it.id in stale:
+                it.superseded = True
+                it.score = round(it.score * 0.5, 4)
+        items.sort(key=lambda it: -it.score)
 
     # --- forget and restore ----------------------------------------------------------------
 
@@ -980,6 +1016,52 @@ class MemoryEngine:
         if pending:
             counts["pending_reextract"] = pending
         return counts
+
+    async def check(self) -> list[str]:
+        """Check that the two stores agree; returns the problems found (none: empty list).
+
+        Every long-term memory has its graph provenance; every graph belongs to a memory that
+        still exists (so no fact outlives all its sources), active graphs to memories not in
+        the trash and trashed graphs to trashed memories; no content is stored twice in a
+        scope's buffer and long-term memory; ids are unique. A buffer item with a memory
+        graph is allowed: a crash between linking and moving it leaves that, and the next
+        consolidation replaces the graph. Meant for a quiet engine (at start, from the CLI,
+        after a crash): a write in flight can show as a passing disagreement."""
+        async with self._consolidation_lock:
+            rows = await self.episodic.rows(
+                where=None, columns=["id", "scope", "tier", "content_hash"]
+            )
+            graphs = await self.graph.provenance()
+        problems: list[str] = []
+        tier: dict[tuple[str, str], str] = {}
+        seen: dict[tuple[str, str], str] = {}
+        for r in rows:
+            key = (r["scope"], r["id"])
+            if key in tier:
+                problems.append(f"memory {r['id']} has more than one row")
+            tier[key] = r["tier"]
+            if r["tier"] in ("buffer", "longterm"):
+                dup = (r["scope"], r["content_hash"])
+                if dup in seen:
+                    problems.append(
+                        f"memories {seen[dup]} and {r['id']} in {r['scope']} hold the same content"
+                    )
+                seen.setdefault(dup, r["id"])
+        if len({mid for _s, mid in tier}) != len(tier):
+            problems.append("a memory id is used in more than one scope")
+        for (scope, mid), t in sorted(tier.items()):
+            if t == "longterm" and mid not in graphs.get((scope, "memory"), set()):
+                problems.append(f"long-term memory {mid} in {scope} has no graph provenance")
+        for (scope, kind), ids in sorted(graphs.items()):
+            for mid in sorted(ids):
+                t = tier.get((scope, mid))
+                if t is None:
+                    problems.append(f"the {kind} graph of {mid} in {scope} outlives its memory")
+                elif kind in ("memory", "ends") and t == "trash":
+                    problems.append(f"trashed memory {mid} in {scope} still has an active graph")
+                elif kind in ("trash", "trash-ends") and t != "trash":
+                    problems.append(f"{t} memory {mid} in {scope} has its graph in the trash")
+        return problems
 
     async def graph_turtle(self, scope: str) -> str:
         scope = _check_scope(scope)

@@ -31,7 +31,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import anyio
-from rdflib import RDF, RDFS, XSD, BNode, Graph, Literal, Namespace, URIRef
+from rdflib import RDF, RDFS, XSD, BNode, Dataset, Graph, Literal, Namespace, URIRef
 
 from .errors import StoreError
 from .heuristics import canonical_name
@@ -423,6 +423,45 @@ class GraphStore:
             triples.update(self._graph_triples(memory_graph_iri(scope, mid)))
         return sum(1 for t in triples if self._fact_sources(*t) <= memory_ids)
 
+    async def outdated(
+        self,
+        scope: str,
+        memories: dict[str, tuple[datetime, list[Relation] | None]],
+        when: datetime,
+    ) -> set[str]:
+        """The memories all of whose facts had been superseded by ``when``. Each memory is
+        given with its event time and, if it is not linked yet (buffer), its relations."""
+        return await self._locked(self._outdated_sync, scope, memories, when)
+
+    def _outdated_sync(
+        self,
+        scope: str,
+        memories: dict[str, tuple[datetime, list[Relation] | None]],
+        when: datetime,
+    ) -> set[str]:
+        out = set()
+        for mid, (observed, relations) in memories.items():
+            if relations is None:
+                triples = self._graph_triples(memory_graph_iri(scope, mid))
+            else:
+                triples = [
+                    (entity_iri(scope, r.subject), REL[predicate_name(r.predicate)],
+                     entity_iri(scope, r.object))
+                    for r in relations
+                ]  # fmt: skip
+            if not triples:
+                continue
+            stale = 0
+            for triple in triples:
+                v = self._validity(*triple)
+                if mid not in {src.memory for src in v.sources}:
+                    v.sources.append(Source(mid, observed, observed))
+                if not v.valid_at(when):
+                    stale += 1
+            if stale == len(triples):
+                out.add(mid)
+        return out
+
     async def has_memory(self, scope: str, memory_id: str) -> bool:
         return await self._locked(
             lambda: len(self._ds.graph(memory_graph_iri(scope, memory_id))) > 0
@@ -519,6 +558,55 @@ class GraphStore:
             for *_t, c in self._ds.quads((node, RDF.type, None, None))
             if _iri(c).startswith(scope_base(scope)) and _kind(c) in ("memory", "trash")
         }
+
+    async def provenance(self) -> dict[tuple[str, str], set[str]]:
+        """Memory ids per (scope, graph kind) over every non-empty named graph of ours; kinds
+        are 'memory', 'ends', 'trash' and 'trash-ends' (for integrity checks)."""
+        return await self._locked(self._provenance_sync)
+
+    def _provenance_sync(self) -> dict[tuple[str, str], set[str]]:
+        contexts = {_iri(c) for *_t, c in self._ds.quads((None, None, None, None))}
+        out: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for iri in contexts:
+            parts = iri.removeprefix(BASE + "id/").split("/")
+            if iri.startswith(BASE + "id/") and len(parts) == 3:
+                out[(unquote(parts[0]), parts[1])].add(parts[2])
+        return dict(out)
+
+    async def export_trig(self) -> tuple[str, int]:
+        """Every named graph of ours as TriG: one graph per memory (its entities, relations
+        and its provenance: scope, memory id, assertedAt, observedAt), the ``ends``
+        graphs of superseded facts, and the trash variants. Returns it and its quad count."""
+        return await self._locked(self._export_sync)
+
+    def _export_sync(self) -> tuple[str, int]:
+        out = Dataset()
+        out.bind("cm", VOCAB)
+        out.bind("rel", REL)
+        quads = 0
+        for s, p, o, c in self._ds.quads((None, None, None, None)):
+            if _kind(c):
+                out.graph(URIRef(_iri(c))).add((s, p, o))
+                quads += 1
+        return out.serialize(format="trig"), quads
+
+    async def import_trig(self, data: str) -> int:
+        """Add the named graphs of an export (each replaces a graph of the same name);
+        returns the number of quads read. Graphs that are not ours are refused."""
+        return await self._locked(self._import_sync, data)
+
+    def _import_sync(self, data: str) -> int:
+        incoming = Dataset()
+        incoming.parse(data=data, format="trig")
+        graphs: dict[str, Graph] = defaultdict(Graph)
+        quads = 0
+        for s, p, o, c in incoming.quads((None, None, None, None)):
+            if not _kind(c):
+                raise StoreError(f"the import names a graph that is not ours: {_iri(c)[:120]}")
+            graphs[_iri(c)].add((s, p, o))
+            quads += 1
+        self._store.commit([self._store.put(URIRef(iri), g) for iri, g in graphs.items()])
+        return quads
 
     async def count_facts(self) -> dict[str, int]:
         """Distinct facts (current or superseded) per scope."""

@@ -450,6 +450,9 @@ def _entity_type(name: str, before: str, sentence: str) -> str:
     return "Other"
 
 
+_PRONOUNS = {"i", "we", "you", "he", "she", "they", "me", "my", "our", "your", "his", "her", "its"}
+
+
 def _predicate(between: str) -> str | None:
     words = [w for w in re.findall(r"[a-z'’]+", between.lower()) if w not in _DETERMINERS]
     phrase = " ".join(words)
@@ -458,7 +461,8 @@ def _predicate(between: str) -> str | None:
     for pattern, name in _PATTERNS:
         if pattern.match(phrase):
             return name
-    if len(words) > 4 or "my" in words or "and" in words:
+    # A pronoun between two names means the words belong to another clause ("2012 I work at").
+    if len(words) > 4 or _PRONOUNS & set(words) or "and" in words:
         return None
     return "_".join(words)
 
@@ -526,9 +530,12 @@ def extract_one(text: str) -> Extraction:
         found.sort()
         for (_s1, e1, a), (s2, _e2, b) in zip(found, found[1:], strict=False):
             predicate = _predicate(sentence[e1:s2])
-            if predicate is not None:
+            dated = "Date" in (entities[canonical_name(a)].type, entities[canonical_name(b)].type)
+            if predicate is not None and not dated:
                 relate(a, predicate, b)
-            elif s2 - e1 < 120:
+            elif s2 - e1 < 120 and not dated:
+                # Why not dates: a date is when something happened (the memory's event time),
+                # not a thing related to the names around it.
                 relate(a, "related_to", b)
     return Extraction(entities=list(entities.values()), relations=list(relations.values()))
 

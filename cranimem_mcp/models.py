@@ -124,12 +124,14 @@ class RememberResult(BaseModel):
 
 class RecallItem(BaseModel):
     id: str
+    scope: str | None = None
     path: Literal["recent", "memory"]
     content: str
     score: float
     created_at: datetime
     tier: Tier
     observed_at: datetime | None = None
+    superseded: bool = Field(False, description="Every fact it states has changed since")
 
 
 class Fact(BaseModel):

@@ -54,7 +54,7 @@ def _lines(items: list[RecallItem], facts: list[Fact]) -> list[_Line]:
     lines = [
         _Line(
             it.score,
-            f"[{it.path} {it.id} {it.score:.2f}] ",
+            f"[{it.path} {it.id} {it.score:.2f}{' previously' if it.superseded else ''}] ",
             flatten(it.content),
             it,
         )
@@ -136,6 +136,22 @@ async def episodic_path(
     return items
 
 
+def _current_first(facts: list[Fact]) -> None:
+    """A fact that changed: the question is about its subject and relation, not about the
+    old object's wording. So the current fact takes the best score of its history and the
+    superseded ones count half."""
+    best: dict[tuple[str, str], float] = {}
+    for f in facts:
+        key = (f.subject, f.predicate)
+        best[key] = max(best.get(key, f.score), f.score)
+    for f in facts:
+        if f.superseded:
+            f.score = round(f.score * 0.5, 4)
+        elif any(g.superseded and (g.subject, g.predicate) == (f.subject, f.predicate)
+                 for g in facts):  # fmt: skip
+            f.score = best[(f.subject, f.predicate)]
+
+
 async def graph_path(
     graph: GraphStore,
     embedder: Embedder,
@@ -170,8 +186,8 @@ async def graph_path(
         age = clock - (fact.last_seen or clock)
         lift = 0.03 * math.log2(1 + fact.support) * decay(age, half_life_days)
         score = cosine * (0.9 ** (fact.hops - 1)) + lift
-        if fact.superseded and as_of is None:
-            score *= 0.5
         fact.score = round(score, 4)
+    if as_of is None:
+        _current_first(facts)
     facts.sort(key=lambda f: -f.score)
     return facts[:max_facts]
