@@ -1,0 +1,42 @@
+"""The arguments of ``cranimem-mcp eval`` and ``cranimem-mcp bench``. Kept apart from the
+harness so that building the CLI parser imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_eval_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("benchmark", choices=["hotpotqa", "temporal"])
+    p.add_argument("--histories", type=int, default=50,
+                   help="temporal: synthetic user histories to run")  # fmt: skip
+    p.add_argument("--data", type=Path, default=Path("../shared/data/hotpotqa_dev412.jsonl"),
+                   help="HotpotQA distractor file, JSON list or JSON lines layout")  # fmt: skip
+    p.add_argument("--limit", type=int, help="first N questions only")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", type=Path, default=Path("results.json"))
+    p.add_argument("--inject-every", type=int, default=2, help="task writes between injections")
+    p.add_argument("--noise", type=int, default=3, help="distractors per injection")
+    p.add_argument("-k", type=int, help="memories per recall (default: retrieval.k)")
+    p.add_argument("--max-chars", type=int, help="context budget (default: retrieval.max_chars)")
+    p.add_argument("--system", action="append", dest="systems",
+                   choices=["cranimem", "vanilla", "no-gate", "no-graph"])  # fmt: skip
+    p.add_argument("--ablations", action="store_true", help="also run no-gate and no-graph")
+    p.add_argument("--setting", action="append", dest="settings", choices=["clean", "noisy"])
+    p.add_argument("--answer-model", help="Ollama model that answers from the recalled context")
+    p.add_argument("--workdir", type=Path, help="keep the memories here (default: a temp dir)")
+    p.add_argument("--plots", type=Path, help="directory for the PNG plots (default: --output's)")
+    p.add_argument("--no-plots", action="store_true")
+
+
+def add_bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sizes", default="1000,10000,100000", help="memories stored, comma-separated")
+    p.add_argument("--ops", type=int, default=200, help="remember and recall calls per size")
+    p.add_argument("--embedder", action="append", dest="embedders", choices=["minilm", "constant"],
+                   help="default: both")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", type=Path, default=Path("bench.json"))
+    p.add_argument("--workdir", type=Path, help="keep the stores here (default: a temp dir)")
+    p.add_argument("--plots", type=Path, help="directory for the PNG plots (default: --output's)")
+    p.add_argument("--no-plots", action="store_true")

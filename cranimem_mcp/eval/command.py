@@ -1,0 +1,103 @@
+"""What ``cranimem-mcp eval hotpotqa`` and ``cranimem-mcp bench`` do once the CLI has parsed
+their arguments. ``say`` writes a line to stdout (the CLI passes ``print``); the progress bar
+goes to stderr."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..config import Settings
+from ..embeddings import LocalEmbedder
+from .hotpotqa import EvalConfig, run_eval, write_results
+from .report import markdown_table, plot_results
+
+
+def _progress(total: int) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:  # the eval extra is not installed: no bar, the run still works
+        return None
+    return tqdm(total=total, file=sys.stderr, unit="q", dynamic_ncols=True)
+
+
+async def eval_hotpotqa(args: argparse.Namespace, settings: Settings, say: Callable) -> None:
+    systems = list(dict.fromkeys(args.systems or ["cranimem", "vanilla"]))
+    if args.ablations:
+        systems += [s for s in ("no-gate", "no-graph") if s not in systems]
+    cfg = EvalConfig(
+        data=args.data,
+        limit=args.limit,
+        seed=args.seed,
+        inject_every=args.inject_every,
+        noise=args.noise,
+        k=args.k or settings.retrieval.k,
+        max_chars=args.max_chars or settings.retrieval.max_chars,
+        systems=systems,
+        settings=args.settings or ["clean", "noisy"],
+        answer_model=args.answer_model,
+        workdir=args.workdir,
+    )
+    answerer = None
+    if args.answer_model:
+        from .answer import OllamaAnswerer
+
+        ollama = getattr(settings, "ollama", None)
+        answerer = OllamaAnswerer(args.answer_model, host=getattr(ollama, "host", None))
+    embedder = LocalEmbedder(settings.models.embedder_model, settings.models.torch_threads)
+    from .data import load_questions
+
+    n = len(load_questions(args.data, args.limit))
+    bar = _progress(n * len(cfg.systems) * len(cfg.settings))
+    rows_file = args.output.with_suffix(".questions.jsonl")
+    rows_file.parent.mkdir(parents=True, exist_ok=True)
+    with rows_file.open("w", encoding="utf-8") as rows_out:
+
+        def on_row(system: str, setting: str, row: dict[str, Any]) -> None:
+            rows_out.write(json.dumps({"system": system, "setting": setting, **row}) + "\n")
+            rows_out.flush()
+            if bar is not None:
+                bar.set_description(f"{system}/{setting}")
+                bar.update(1)
+
+        try:
+            results = await run_eval(cfg, settings, embedder, answerer=answerer, on_row=on_row)
+        finally:
+            if bar is not None:
+                bar.close()
+    write_results(results, args.output)
+    if not args.no_plots:
+        plot_dir = args.plots or args.output.parent
+        for path in plot_results(results, plot_dir):
+            say(f"plot: {path}")
+    say(f"results: {args.output} (per question: {rows_file})")
+    say(markdown_table(results))
+
+
+async def eval_temporal(args: argparse.Namespace, settings: Settings, say: Callable) -> None:
+    """Changing facts: current-fact and as-of accuracy, cranimem vs vanilla."""
+    import tempfile
+    from pathlib import Path
+
+    from .temporal import run_temporal, temporal_table
+
+    embedder = LocalEmbedder(settings.models.embedder_model, settings.models.torch_threads)
+    k = args.k or settings.retrieval.k
+    max_chars = args.max_chars or 2000
+    with tempfile.TemporaryDirectory(prefix="cranimem-temporal-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        results = await run_temporal(
+            settings, embedder, workdir, args.histories, args.seed, k, max_chars
+        )
+    args.output.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    say(f"results: {args.output}")
+    say(temporal_table(results))
+
+
+async def bench(args: argparse.Namespace, settings: Settings, say: Callable) -> None:
+    from .bench import run_bench_command
+
+    await run_bench_command(args, settings, say)
