@@ -18,7 +18,10 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_train
 
 @pytest.mark.anyio
 async def test_three_questions_through_both_systems(tmp_path: Path, minilm: LocalEmbedder) -> None:
-    cfg = EvalConfig(data=DATA, limit=3, seed=0, workdir=tmp_path / "stores")
+    # A lighter schedule than the default keeps the test short: 2 injections of 2 distractors.
+    cfg = EvalConfig(
+        data=DATA, limit=3, seed=0, inject_every=5, noise=2, workdir=tmp_path / "stores"
+    )
     rows: list[tuple[str, str, dict]] = []
     results = await run_eval(
         cfg, load_settings(home=tmp_path / "unused"), minilm, on_row=lambda *r: rows.append(r)
@@ -40,9 +43,9 @@ async def test_three_questions_through_both_systems(tmp_path: Path, minilm: Loca
         )
 
     vanilla, cranimem = results["systems"]["vanilla"], results["systems"]["cranimem"]
-    # vanilla keeps every write: 10 paragraphs, plus 5 injections of 3 distractors when noisy
+    # vanilla keeps every write: 10 paragraphs, plus 2 injections of 2 distractors when noisy
     assert vanilla["clean"]["items_stored"] == 10.0
-    assert vanilla["noisy"]["items_stored"] == 25.0
+    assert vanilla["noisy"]["items_stored"] == 14.0
     # the gate keeps (most) distractors out of cranimem's memory
     assert cranimem["noisy"]["items_stored"] < vanilla["noisy"]["items_stored"]
     assert len(rows) == 3 * 2 * 2
