@@ -86,6 +86,14 @@ def _check_text(name: str, value: str, max_len: int) -> str:
         raise InvalidInput(f"{name} must be a string")
     if "\x00" in value:
         raise InvalidInput(f"{name} must not contain NUL characters")
+    try:
+        # Lone surrogates: what Python makes of invalid UTF-8 on the command line, and what
+        # a JSON "\\ud800" escape decodes to. No store can hold them.
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{name} is not valid UTF-8 text (a lone surrogate at position {exc.start})"
+        ) from exc
     if not value.strip():
         raise InvalidInput(f"{name} must not be empty")
     if len(value) > max_len:
