@@ -117,3 +117,36 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return await anyio.to_thread.run_sync(self._embed_sync, texts)
+
+
+class EmbeddingCache:
+    """An :class:`Embedder` that remembers the vectors of recent texts (LRU). Used for texts
+    that recur: goals, and the graph facts each recall scores."""
+
+    def __init__(self, embedder: Embedder, size: int = 4096) -> None:
+        from collections import OrderedDict
+
+        self._inner = embedder
+        self._size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @property
+    def id(self) -> str:
+        return self._inner.id
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            for text, vector in zip(missing, await self._inner.embed(missing), strict=True):
+                self._vectors[text] = vector
+            while len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+        for t in texts:
+            self._vectors.move_to_end(t)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._vectors[t] for t in texts])

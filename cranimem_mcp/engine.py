@@ -17,7 +17,6 @@ import logging
 import re
 import time
 import uuid
-from collections import OrderedDict
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from hashlib import sha256
@@ -28,7 +27,7 @@ import numpy as np
 
 from . import consolidation, gating, linkage, retrieval
 from .config import Settings
-from .embeddings import Embedder, LocalEmbedder
+from .embeddings import Embedder, EmbeddingCache, LocalEmbedder
 from .episodic import EpisodicStore
 from .errors import ConfigError, InvalidInput, NotFound
 from .graph import GraphStore
@@ -155,7 +154,9 @@ class MemoryEngine:
         self._consolidation_lock = anyio.Lock()
         self._state_lock = anyio.Lock()
         self._claimed: set[str] = set()
-        self._goal_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        # Goals and graph facts recur from call to call: embed each text once.
+        self._cached = EmbeddingCache(self.embedder)
+        self._state_dirty = False
         self._writes_since: dict[str, int] = {}
         self._last_write: dict[str, float] = {}
         self._last_consolidation: dict[str, float] = {}
@@ -189,6 +190,9 @@ class MemoryEngine:
         assert self._stack is not None
         self._tg.cancel_scope.cancel()
         await self._stack.__aexit__(None, None, None)
+        if self._state_dirty:
+            self._state_dirty = False
+            await self._save_state()
 
     def _check_embedder(self) -> None:
         """Vector spaces never mix: a store remembers the embedder that filled it."""
@@ -207,6 +211,21 @@ class MemoryEngine:
         async with self._state_lock:
             await anyio.to_thread.run_sync(save_state, self._state_path, self.state)
 
+    def _save_state_soon(self) -> None:
+        """Counters (turn ids, rejected writes) are saved within a moment, not on every write:
+        they are bookkeeping, not memories, and a crash can at worst lose the last increments.
+        Goals and consolidation reports are saved at once."""
+        if self._state_dirty or self._tg is None:
+            return
+        self._state_dirty = True
+
+        async def flush() -> None:
+            await anyio.sleep(0.5)
+            self._state_dirty = False
+            await self._save_state()
+
+        self._tg.start_soon(flush)
+
     def _lock(self, scope: str) -> anyio.Lock:
         return self._scope_locks.setdefault(scope, anyio.Lock())
 
@@ -214,12 +233,7 @@ class MemoryEngine:
         return self.state.goals.get(scope, self.settings.gating.default_goal)
 
     async def _goal_vector(self, goal: str) -> np.ndarray:
-        if goal not in self._goal_vectors:
-            self._goal_vectors[goal] = (await self.embedder.embed([goal]))[0]
-            if len(self._goal_vectors) > 256:
-                self._goal_vectors.popitem(last=False)
-        self._goal_vectors.move_to_end(goal)
-        return self._goal_vectors[goal]
+        return (await self._cached.embed([goal]))[0]
 
     # --- remember --------------------------------------------------------------------------
 
@@ -298,7 +312,7 @@ class MemoryEngine:
                     }
                 ]
             )
-            await self._save_state()
+            self._save_state_soon()
             # A new object for a single-valued relation ends the old fact now, so the agent
             # can confirm the change with the user (and recall stops offering the old one).
             superseded = await self.graph.supersede(
@@ -366,7 +380,7 @@ class MemoryEngine:
         )
         if not decision.keep:
             self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
-            await self._save_state()
+            self._save_state_soon()
             logger.info("rejected write to %s relevance=%.3f", scope, rel)
             size = await self.episodic.count(scope, ("buffer",))
             return RememberResult(
@@ -414,6 +428,8 @@ class MemoryEngine:
         now (promoted or trashed), never silently away. Items a running consolidation has
         claimed are already in replay and leaving, so they do not count. Called under the
         scope lock."""
+        if await self.episodic.count(scope, ("buffer",)) <= capacity:
+            return []  # the common case, answered by the scope/tier indexes
         rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
         free = [r for r in rows if r["id"] not in self._claimed]
         excess = len(free) - capacity
@@ -822,7 +838,7 @@ class MemoryEngine:
             if "graph" in paths:
                 seeds = [it.content for it in found[:3]]
                 facts += await retrieval.graph_path(
-                    self.graph, self.embedder, s, query, qvec, seeds, r.hops, r.max_facts,
+                    self.graph, self._cached, s, query, qvec, seeds, r.hops, r.max_facts,
                     as_of=when, half_life_days=self.settings.temporal.half_life_days,
                 )  # fmt: skip
         if len(scopes) > 1:  # one budget across scopes: the best overall
