@@ -114,13 +114,17 @@ def inspector(tmp_path_factory):
         except httpx.TransportError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise AssertionError(proc.stderr.read().decode()) from None
+                raise AssertionError(proc.communicate()[1].decode()) from None
             time.sleep(0.2)
     printed = proc.stdout.readline().decode()
     ids = anyio.run(_seed, base)
     yield SimpleNamespace(base=base, printed=printed, ids=ids)
     proc.terminate()
-    proc.communicate(timeout=30)
+    try:
+        proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # a loaded machine: do not leave it running
+        proc.kill()
+        proc.communicate()
 
 
 # --- over plain HTTP -------------------------------------------------------------------------
@@ -185,14 +189,19 @@ def test_stored_markup_is_escaped(inspector):
 # --- in Chromium -----------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def browser(inspector, tmp_path):
-    """A page in headless Chromium that accepts (and records) every dialog."""
+@pytest.fixture(scope="module")
+def async_api():
+    """Playwright's async API, or a skip (before any server starts) saying what is missing."""
     if CHROMIUM is None:
         pytest.skip("no chromium on PATH (apt-get install -y chromium)")
-    async_api = pytest.importorskip(
+    return pytest.importorskip(
         "playwright.async_api", reason="playwright not installed (pip install -e '.[ui-test]')"
     )
+
+
+@pytest.fixture
+async def browser(async_api, inspector, tmp_path):
+    """A page in headless Chromium that accepts (and records) every dialog."""
     async with async_api.async_playwright() as pw:
         chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = await chromium.new_page(viewport={"width": 1280, "height": 900})
@@ -209,7 +218,7 @@ async def browser(inspector, tmp_path):
         await chromium.close()
 
 
-async def test_inspector_end_to_end_in_chromium(inspector, browser):
+async def test_inspector_end_to_end_in_chromium(browser, inspector):
     page, expect, shots = browser.page, browser.expect, browser.shots
     base, ids = inspector.base, inspector.ids
     before = await scope_stats(base)
