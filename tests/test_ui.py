@@ -106,7 +106,7 @@ def inspector(tmp_path_factory):
            "--data-dir", str(home)]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 180  # imports are slow on a busy 2-core machine
     while True:
         try:
             httpx.get(base + "/ui", timeout=1)
