@@ -143,6 +143,8 @@ def test_without_the_token_the_ui_answers_401(inspector):
     assert httpx.get(base + "/ui", headers=forged).status_code == 401
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     assert httpx.get(base + "/ui", headers=bearer).status_code == 200
+    rebinding = {**bearer, "Host": "evil.example"}  # DNS rebinding: a foreign name for us
+    assert httpx.get(base + "/ui", headers=rebinding).status_code == 421
 
 
 def test_token_in_the_url_becomes_a_strict_cookie_for_the_ui_only(inspector):
