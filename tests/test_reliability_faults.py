@@ -1,0 +1,125 @@
+"""Model faults under load (issue 5, item 7): with the (fake) Ollama down, slow, or answering
+garbage during a stream of writes, every write is acknowledged within the configured model
+timeout (plus the embedding and store time), tagged by the heuristic fallback, and re-tagged
+by the model at the first consolidation after it recovers. Nothing the user stored reaches
+the log along the way.
+
+40 writes per fault here; CRANIMEM_FULL=1 runs 200."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+import uuid
+
+import anyio
+import pytest
+import uvicorn
+from conftest import make_settings
+from fake_ollama import CHAT_MODEL, FakeOllama, free_port
+
+from cranimem_mcp.engine import MemoryEngine
+from cranimem_mcp.ollama import OllamaBackend, OllamaExtractor, OllamaTagger, prompts_dir
+
+pytestmark = pytest.mark.anyio
+FULL = os.environ.get("CRANIMEM_FULL") == "1"
+WRITES = 200 if FULL else 40
+TIMEOUT = 0.5  # the configured model timeout, seconds
+COOLDOWN = 0.5
+# Embedding plus LanceDB on a busy 2-core machine: generous, but far below a hung model.
+STORE_MARGIN = 3.0
+
+
+class Fake:
+    """The fake Ollama on a port fixed in advance, so it can be down and come up there."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.host = f"http://127.0.0.1:{self.port}"
+        self.fake = FakeOllama()
+        self.server: uvicorn.Server | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        config = uvicorn.Config(
+            self.fake.app(), host="127.0.0.1", port=self.port, log_level="error", lifespan="off"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline and self.thread.is_alive()
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.fake.release.set()
+        if self.server is not None:
+            self.server.should_exit = True
+            assert self.thread is not None
+            self.thread.join(10)
+
+
+@pytest.mark.parametrize("fault", ["down", "slow", "garbage"])
+async def test_writes_are_acknowledged_in_time_and_retagged_after_recovery(
+    fault, tmp_path, minilm, caplog
+):
+    caplog.set_level(logging.DEBUG)
+    canary = "Kqx" + uuid.uuid4().hex[:12]
+    fake = Fake()
+    if fault != "down":
+        fake.start()
+        fake.fake.fail(fault, times=10 * WRITES)
+    backend = OllamaBackend(fake.host, timeout=TIMEOUT, cooldown=COOLDOWN)
+    settings = make_settings(
+        tmp_path / "d",
+        gating={"tau_noise": -1.0},
+        episodic={"capacity": max(200, WRITES)},
+        consolidation={"tau_consolidation": 0.0},
+        ollama={"max_calls_per_consolidation": 10_000},
+    )
+    latencies = []
+    try:
+        async with MemoryEngine(
+            settings,
+            embedder=minilm,
+            tagger=OllamaTagger(backend, CHAT_MODEL, prompts_dir()),
+            extractor=OllamaExtractor(backend, CHAT_MODEL, prompts_dir(), 4),
+            background=False,
+        ) as engine:
+            await minilm.embed(["warm up"])
+            ids = []
+            for i in range(WRITES):
+                text = f"I booked hotel {i} in Kyoto for night {i} of May, code {canary}{i}."
+                started = time.monotonic()
+                with anyio.fail_after(TIMEOUT + STORE_MARGIN + 5):
+                    r = await engine.remember(text)
+                latencies.append(time.monotonic() - started)
+                assert r.status == "stored" and r.tagged_by == "heuristic", r
+                ids.append(r.id)
+            assert (await engine.stats()).fallbacks["tag"] >= 1
+
+            # Recovery: the model answers again (and the cooldown has passed).
+            if fault == "down":
+                fake.start()
+            fake.fake.failures.clear()
+            await anyio.sleep(COOLDOWN + 0.1)
+            report = await engine.consolidate()
+            rows = await engine.episodic.get(ids)
+            assert report.retagged == WRITES
+            assert {r["tagged_by"] for r in rows} == {f"ollama:{CHAT_MODEL}"}
+            assert len(rows) == WRITES
+            assert await engine.check() == []
+    finally:
+        await backend.aclose()
+        fake.stop()
+    worst = max(latencies)
+    sys.stderr.write(
+        f"{fault}: {WRITES} writes, max ack {worst:.2f} s, "
+        f"median {sorted(latencies)[len(latencies) // 2]:.3f} s\n"
+    )
+    assert worst < TIMEOUT + STORE_MARGIN
+    assert canary not in caplog.text
