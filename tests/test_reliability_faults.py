@@ -4,7 +4,7 @@ timeout (plus the embedding and store time), tagged by the heuristic fallback, a
 by the model at the first consolidation after it recovers. Nothing the user stored reaches
 the log along the way.
 
-40 writes per fault here; CRANIMEM_FULL=1 runs 200."""
+25 writes per fault here; CRANIMEM_FULL=1 runs 200."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from cranimem_mcp.ollama import OllamaBackend, OllamaExtractor, OllamaTagger, pr
 
 pytestmark = pytest.mark.anyio
 FULL = os.environ.get("CRANIMEM_FULL") == "1"
-WRITES = 200 if FULL else 40
+WRITES = 200 if FULL else 25
 TIMEOUT = 0.5  # the configured model timeout, seconds
 COOLDOWN = 0.5
 # Embedding plus LanceDB on a busy 2-core machine: generous, but far below a hung model.

@@ -3,7 +3,7 @@ hypothesis through the SDK's in-memory client, wrong types and extra keys includ
 crashes the tool (the model always reads a reason, never the bare "Error executing tool"),
 and a refused call changes nothing. Invalid UTF-8 on the command line is refused cleanly.
 
-The engine-level fuzzing is tests/test_hostile_input.py. Each tool gets 40 examples here,
+The engine-level fuzzing is tests/test_hostile_input.py. Each tool gets 30 examples here,
 200 with CRANIMEM_FULL=1."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from cranimem_mcp.errors import InvalidInput
 from cranimem_mcp.server import build_server
 
 FULL = os.environ.get("CRANIMEM_FULL") == "1"
-EXAMPLES = 200 if FULL else 40
+EXAMPLES = 200 if FULL else 30
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
