@@ -40,6 +40,10 @@ class GatingSettings(_Section):
 
 class EpisodicSettings(_Section):
     capacity: int = Field(200, ge=1, le=100_000)
+    # Where the table lives: None is <home>/episodic; any LanceDB URI works (s3://bucket/path,
+    # gs://..., az://...), with its storage options (credentials, region, endpoint).
+    uri: str | None = None
+    storage_options: dict[str, str] = {}
 
 
 class ConsolidationSettings(_Section):
@@ -102,6 +106,23 @@ class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=0, le=65535)
     allow_remote: bool = False
+    owner_wait_seconds: float = Field(30.0, ge=0.0, le=3600.0)
+
+
+class ScopeSettings(_Section):
+    """Which scope a call that names none goes to."""
+
+    default: str = Field("default", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    from_roots: bool = True
+
+
+class GraphSettings(_Section):
+    """Where the knowledge graph lives: "local" (rdflib in memory, journaled under <home>/graph)
+    or "sparql" (any SPARQL 1.1 server, through rdflib's SPARQLUpdateStore)."""
+
+    store: Literal["local", "sparql"] = "local"
+    query_endpoint: str | None = None
+    update_endpoint: str | None = None
 
 
 def default_home() -> Path:
@@ -125,6 +146,8 @@ class Settings(BaseSettings):
     models: ModelSettings = ModelSettings()
     ollama: OllamaSettings = OllamaSettings()
     server: ServerSettings = ServerSettings()
+    scopes: ScopeSettings = ScopeSettings()
+    graph: GraphSettings = GraphSettings()
 
     @field_validator("home")
     @classmethod

@@ -145,8 +145,17 @@ class MemoryEngine:
         self._heuristic_extractor = HeuristicExtractor()
         self._model_notes = dict(model_notes or {})  # why each model was chosen (stats)
         self._background = background
-        self.episodic = EpisodicStore(self.home / "episodic", self.embedder.dim)
-        self.graph = GraphStore(self.home / "graph")
+        e = settings.episodic
+        self.episodic = EpisodicStore(
+            e.uri or self.home / "episodic", self.embedder.dim, e.storage_options
+        )
+        if settings.graph.store == "sparql":
+            from .sparql import SparqlDataset
+
+            g = settings.graph
+            self.graph = GraphStore(store=SparqlDataset(g.query_endpoint, g.update_endpoint))
+        else:
+            self.graph = GraphStore(self.home / "graph")
         self._state_path = self.home / "state.json"
         self._functional = frozenset(settings.temporal.functional_predicates)
         self.state = EngineState()

@@ -104,9 +104,14 @@ def ids_filter(ids: Sequence[str]) -> str:
 class EpisodicStore:
     """The LanceDB table of memories. Open with :meth:`open`; all methods are async."""
 
-    def __init__(self, path: Path, dim: int) -> None:
+    def __init__(
+        self, path: Path | str, dim: int, storage_options: dict[str, str] | None = None
+    ) -> None:
+        """``path``: a local directory, or any LanceDB URI (``s3://bucket/prefix``, ...)
+        with its ``storage_options``."""
         self._path = path
         self._dim = dim
+        self._storage_options = dict(storage_options or {})
         self._db: Any = None
         self._table: Any = None
         self._lock = anyio.Lock()
@@ -118,8 +123,11 @@ class EpisodicStore:
 
     def _open_sync(self) -> None:
         try:
-            self._path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._db = lancedb.connect(str(self._path))
+            if isinstance(self._path, Path):
+                self._path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._db = lancedb.connect(
+                str(self._path), storage_options=self._storage_options or None
+            )
             if TABLE in self._db.list_tables().tables:
                 self._table = self._db.open_table(TABLE)
                 width = self._table.schema.field("vector").type.list_size

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote
 
 import anyio
@@ -113,8 +115,11 @@ class LinkStats:
 class GraphStore:
     """The RDF knowledge graph with per-memory provenance. All public methods are async."""
 
-    def __init__(self, path: Path) -> None:
-        self._store = JournaledDataset(path)
+    def __init__(self, path: Path | None = None, store: Any = None) -> None:
+        """``path``: the local journaled store's directory; or ``store``, any object with
+        JournaledDataset's small interface (``ds``, ``open``, ``put``, ``drop``, ``commit``,
+        ``compact``, ``pending``), e.g. :class:`~cranimem_mcp.sparql.SparqlDataset`."""
+        self._store = store if store is not None else JournaledDataset(path)
         self._ds = self._store.ds
         self._lock = anyio.Lock()
 
@@ -588,7 +593,9 @@ class GraphStore:
             if _kind(c):
                 out.graph(URIRef(_iri(c))).add((s, p, o))
                 quads += 1
-        return out.serialize(format="trig"), quads
+        with warnings.catch_warnings():  # rdflib's TriG code calls its own deprecated API
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return out.serialize(format="trig"), quads
 
     async def import_trig(self, data: str) -> int:
         """Add the named graphs of an export (each replaces a graph of the same name);
@@ -597,7 +604,9 @@ class GraphStore:
 
     def _import_sync(self, data: str) -> int:
         incoming = Dataset()
-        incoming.parse(data=data, format="trig")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            incoming.parse(data=data, format="trig")
         graphs: dict[str, Graph] = defaultdict(Graph)
         quads = 0
         for s, p, o, c in incoming.quads((None, None, None, None)):

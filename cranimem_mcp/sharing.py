@@ -1,0 +1,379 @@
+"""Sharing one data directory between processes: never two writers.
+
+:class:`EngineHandle` is what a server's tools talk to. On start it tries to become the
+directory's owner (:mod:`.ownership`): the owner opens the stores, and serves the engine's
+operations to other processes on a loopback port (:mod:`.remote`). A process that finds the
+directory owned becomes a *bridge*: its calls go to the owner. When the owner exits, the
+kernel frees its lock and a bridge takes over (it watches the lock); if no owner appears and
+the lock stays held (a long one-shot command, say) for ``server.owner_wait_seconds``, calls
+fail with a message that says who holds the directory.
+
+Opening happens in the background, so the MCP handshake never waits on it: the heavy
+imports (LanceDB, torch) run in a worker thread and tools wait on :meth:`EngineHandle.get`.
+
+A request the owner may have applied before it died is not repeated (a write could count
+twice); the caller gets a clear error. Reads, and requests that never reached the owner,
+are repeated on the next owner.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import socket
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
+from typing import Any
+
+import anyio
+
+from .config import Settings
+from .errors import ConfigError, StoreError
+from .ownership import DirectoryLock, owner_token, read_owner_info, write_owner_info
+
+logger = logging.getLogger(__name__)
+
+POLL = 0.2  # seconds between looks at the lock while waiting for an owner
+GRACE = 0.5  # seconds the open waits after start unless a call needs the engine sooner
+
+
+async def _import(name: str) -> Any:
+    """Import a heavy module off the event loop (``import lancedb`` is seconds of CPU)."""
+    return await anyio.to_thread.run_sync(importlib.import_module, name)
+
+
+@asynccontextmanager
+async def open_local(settings: Settings, background: bool = True) -> AsyncIterator[Any]:
+    """Select the model providers and open a :class:`MemoryEngine` (the caller owns the
+    directory)."""
+    engine_mod = await _import("cranimem_mcp.engine")
+    providers_mod = await _import("cranimem_mcp.providers")
+    async with (
+        await providers_mod.select_providers(settings) as providers,
+        engine_mod.MemoryEngine(
+            settings,
+            embedder=providers.embedder,
+            tagger=providers.tagger,
+            extractor=providers.extractor,
+            model_notes=providers.reasons,
+            background=background,
+        ) as engine,
+    ):
+        yield engine
+
+
+def _quiet_server_class() -> Any:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        """uvicorn without its signal handlers: the process's own exit path stays in charge."""
+
+        def capture_signals(self) -> Any:  # type: ignore[override]
+            return nullcontext()
+
+    return QuietServer
+
+
+class EngineHandle:
+    """The engine of a data directory, local (owner) or remote (bridge), behind one API.
+
+    ``async with EngineHandle(settings) as handle`` returns at once; the first tool call
+    waits for the open. ``require_owner``: refuse to bridge (the HTTP daemon)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        require_owner: bool = False,
+        serve_bridges: bool = True,
+        background: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.home = settings.home
+        self.require_owner = require_owner
+        self.serve_bridges = serve_bridges
+        self.background = background
+        self.role = "starting"  # "owner" | "bridge"
+        self.local: Any = None  # the MemoryEngine while this process owns the directory
+        self._current: Any = None
+        self._ready = anyio.Event()
+        self._lost = anyio.Event()
+        self._error: BaseException | None = None
+        self._lock = DirectoryLock(self.home)
+        self._stack: AsyncExitStack | None = None
+        self._closing = anyio.Event()
+        self._wanted = anyio.Event()
+        self._done = anyio.Event()
+        self._tg: Any = None
+        self.takeovers = 0
+
+    @classmethod
+    def of(cls, engine: Any) -> EngineHandle:
+        """A handle over an engine opened elsewhere (tests, the CLI)."""
+        handle = cls(engine.settings)
+        handle.role, handle.local, handle._current = "owner", engine, engine
+        handle._ready.set()
+        return handle
+
+    async def __aenter__(self) -> EngineHandle:
+        async with AsyncExitStack() as stack:
+            self._tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(self._lock.release)
+            self._tg.start_soon(self._run)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._stack is not None
+        self._closing.set()
+        if self.role == "owner":
+            with anyio.move_on_after(60):  # an open in progress finishes, then closes
+                await self._done.wait()
+        self._tg.cancel_scope.cancel()
+        await self._stack.__aexit__(None, None, None)
+
+    # --- the engine, when ready ------------------------------------------------------------
+
+    async def get(self) -> Any:
+        """The current engine; waits for the open (or the takeover) to finish."""
+        self._wanted.set()
+        while True:
+            if self._current is not None:
+                return self._current
+            if self._error is not None:
+                raise self._error
+            await self._ready.wait()
+
+    async def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        from .remote import READ_ONLY, OwnerGone
+
+        for _attempt in range(3):
+            engine = await self.get()
+            try:
+                return await getattr(engine, method)(*args, **kwargs)
+            except OwnerGone as exc:
+                self._owner_lost(engine)
+                if exc.sent and method not in READ_ONLY:
+                    raise StoreError(
+                        f"the process that owned {self.home} exited during this {method}; it "
+                        "may or may not have been applied. This process is taking over: "
+                        "check (e.g. with recall) and retry."
+                    ) from exc
+                logger.info("owner gone during %s; retrying on the next owner", method)
+        raise StoreError(f"no owner of {self.home} answered {method} after a takeover")
+
+    # The engine operations the MCP layer uses, each one call (local or bridged).
+
+    async def remember(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.call("remember", *args, **kwargs)
+
+    async def recall(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.call("recall", *args, **kwargs)
+
+    async def consolidate(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.call("consolidate", *args, **kwargs)
+
+    async def forget(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.call("forget", *args, **kwargs)
+
+    async def restore(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.call("restore", *args, **kwargs)
+
+    async def set_goal(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.call("set_goal", *args, **kwargs)
+
+    async def stats(self) -> Any:
+        return await self.call("stats")
+
+    async def graph_turtle(self, scope: str) -> Any:
+        return await self.call("graph_turtle", scope)
+
+    def _owner_lost(self, engine: Any) -> None:
+        if self._current is engine and self.role == "bridge":
+            self._current = None
+            self._ready = anyio.Event()
+            self._lost.set()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        # Let the handshake go first: clients send initialize as soon as they spawn us, and
+        # the open (imports in a worker thread still take the GIL) would slow its answer.
+        # The first call that needs the engine ends the wait at once.
+        with anyio.move_on_after(GRACE):
+            await self._wanted.wait()
+        try:
+            await self._serve()
+        finally:
+            self._done.set()
+
+    async def _serve(self) -> None:
+        while not self._closing.is_set():
+            try:
+                if await self._claim():
+                    await self._own()
+                else:
+                    await self._bridge()
+            except anyio.get_cancelled_exc_class():
+                raise
+            except Exception as exc:
+                logger.error("%s", exc)
+                self._error = exc
+                self._ready.set()
+                if isinstance(exc, ConfigError):
+                    return
+                await anyio.sleep(1.0)
+                self._error = None
+                self._ready = anyio.Event()
+
+    async def _claim(self) -> bool:
+        """True once this process owns the directory; False once an owner answers. Raises
+        after ``owner_wait_seconds`` of neither."""
+        from .remote import RemoteEngine
+
+        wait = self.settings.server.owner_wait_seconds
+        deadline = time.monotonic() + wait
+        token = await anyio.to_thread.run_sync(owner_token, self.home)
+        while True:
+            if await anyio.to_thread.run_sync(self._lock.try_acquire):
+                return True
+            if self.require_owner:
+                raise ConfigError(self._held_message("refusing to be a second writer"))
+            info = read_owner_info(self.home)
+            if info is not None and info.pid != os.getpid():
+                remote = RemoteEngine(info.port, token)
+                try:
+                    await remote.ping()
+                except StoreError:
+                    await remote.aclose()
+                else:
+                    self._install(remote, "bridge")
+                    logger.info("bridging to the owner of %s (pid %d)", self.home, info.pid)
+                    return False
+            if time.monotonic() > deadline:
+                why = f"no owner answered within {wait:.0f} s (server.owner_wait_seconds)"
+                raise StoreError(self._held_message(why))
+            await anyio.sleep(POLL)
+
+    def _held_message(self, what: str) -> str:
+        pid = self._lock.holder_pid()
+        return (
+            f"the data directory {self.home} is in use by another cranimem-mcp process"
+            f"{f' (pid {pid})' if pid else ''}: {what}"
+        )
+
+    def _install(self, engine: Any, role: str) -> None:
+        self.role, self._current, self._error = role, engine, None
+        self._lost = anyio.Event()
+        self._ready.set()
+
+    async def _own(self) -> None:
+        if self.takeovers:
+            logger.warning("took over ownership of %s", self.home)
+        self.role = "owner"
+        async with anyio.create_task_group() as tg:
+            # Listen first: bridges that start meanwhile connect now and wait for the open.
+            server = await self._listen(tg) if self.serve_bridges else None
+            try:
+                # Closed by the event, not by cancellation: the engine then shuts down in
+                # order (background work stopped, graph compacted), as outside a server.
+                async with open_local(self.settings, self.background) as engine:
+                    self.local = engine
+                    self._install(engine, "owner")
+                    try:
+                        await self._closing.wait()
+                    finally:
+                        self.local = self._current = None
+            finally:
+                if server is not None:
+                    # uvicorn must shut down by itself (cancelled, it leaves its listener
+                    # half-closed and the event loop spinning); requests in flight get 5 s.
+                    server.should_exit = True
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                        await server.stopped.wait()
+                tg.cancel_scope.cancel()
+
+    async def _listen(self, tg: Any) -> Any:
+        """Serve the engine to bridges on a loopback port, recorded in owner.json."""
+        uvicorn = await _import("uvicorn")
+        rpc_app = (await _import("cranimem_mcp.remote")).rpc_app
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        port = sock.getsockname()[1]
+        token = owner_token(self.home)
+        app = rpc_app(self.get, token, os.getpid())
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        server = _quiet_server_class()(config)
+
+        server.stopped = anyio.Event()
+
+        async def serve() -> None:
+            try:
+                await server.serve([sock])
+            finally:
+                sock.close()
+                server.stopped.set()
+
+        tg.start_soon(serve)
+        await anyio.to_thread.run_sync(write_owner_info, self.home, port)
+        logger.info("serving bridges on 127.0.0.1:%d", port)
+        return server
+
+    async def _bridge(self) -> None:
+        """Serve through the owner until it is gone: then try again to own."""
+        remote = self._current
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    # The kernel frees the lock when the owner dies: take over at once.
+                    while True:
+                        await anyio.sleep(POLL * 5)
+                        if await anyio.to_thread.run_sync(self._lock.try_acquire):
+                            self._owner_lost(remote)
+                            tg.cancel_scope.cancel()
+                            return
+
+                tg.start_soon(watch)
+                await self._lost.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.takeovers += 1
+            if self._current is remote:
+                self._current = None
+                self._ready = anyio.Event()
+            await remote.aclose()
+
+
+@asynccontextmanager
+async def shared_engine(settings: Settings, *, exclusive: bool = False) -> AsyncIterator[Any]:
+    """The engine for a one-shot command: the local engine while this process holds the
+    directory (no bridges served, no background work), else the owner's, bridged. With
+    ``exclusive`` (commands that must see the stores directly) an owned directory is an
+    error that names the owner."""
+    handle = EngineHandle(settings, require_owner=exclusive, serve_bridges=False, background=False)
+    async with handle:
+        await handle.get()
+        yield handle.local if exclusive else handle
+
+
+@asynccontextmanager
+async def exclusive_directory(settings: Settings) -> AsyncIterator[DirectoryLock]:
+    """Hold the directory's lock for a command that opens the stores itself (reembed,
+    import); an owned directory is an error that names the owner."""
+    lock = DirectoryLock(settings.home)
+    if not lock.try_acquire():
+        pid = lock.holder_pid()
+        raise ConfigError(
+            f"the data directory {settings.home} is in use by another cranimem-mcp process"
+            f"{f' (pid {pid})' if pid else ''}: stop it first"
+        )
+    try:
+        yield lock
+    finally:
+        lock.release()
