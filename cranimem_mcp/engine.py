@@ -680,12 +680,15 @@ class MemoryEngine:
                 pending.append(memory_id)
 
     async def _retag(self, scope: str, report: ConsolidationReport) -> None:
-        """Re-tag buffer items that the heuristic tagger tagged because the LLM failed. Uses
-        at most half of the run's call budget; stops at the first renewed failure."""
+        """Re-tag memories that the heuristic tagger tagged because the LLM failed: buffer
+        items first (their replay depends on it), then long-term ones (their decay weight
+        does), so an item that left the buffer during an outage is still re-tagged later.
+        Uses at most half of the run's call budget; stops at the first renewed failure."""
         if not self._llm_tagger:
             return
         async with self._lock(scope):
             rows = await self.episodic.scope_rows(scope, ("buffer",))
+            rows += await self.episodic.scope_rows(scope, ("longterm",))
         for row in (r for r in rows if r.get("tagged_by") == HeuristicTagger.name):
             meter = current_meter()
             if meter is not None and meter.limit is not None and meter.calls * 2 >= meter.limit:

@@ -266,3 +266,21 @@ async def test_heuristic_tagger_is_never_redone(tmp_path, minilm):
         await engine.remember("I am allergic to shellfish.", goal=GOAL)
         report = await engine.consolidate()
     assert report.retagged == 0 and report.llm_calls == 0
+
+
+async def test_an_item_promoted_during_an_outage_is_retagged_at_a_later_consolidation(
+    fake, tmp_path, minilm
+):
+    async with llm_engine(tmp_path, fake.host, minilm, consolidation=PROMOTE_ALL) as engine:
+        fake.fail("http500", times=100)  # Ollama is down for this write and its consolidation
+        stored = await engine.remember("I am allergic to penicillin, please note.", goal=GOAL)
+        assert stored.tagged_by == "heuristic"
+        first = await engine.consolidate()
+        assert first.retagged == 0
+        (row,) = await engine.episodic.get([stored.id])
+        assert row["tier"] == "longterm" and row["tagged_by"] == "heuristic"
+        fake.failures.clear()  # Ollama is back
+        second = await engine.consolidate()
+        assert second.retagged == 1
+        (row,) = await engine.episodic.get([stored.id])
+        assert row["tagged_by"].startswith("ollama:")
