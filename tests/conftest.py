@@ -4,6 +4,7 @@ MiniLM embedder (loaded once per session) wherever behaviour depends on meaning.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -57,3 +58,16 @@ def open_engine(tmp_path: Path, minilm: LocalEmbedder) -> Callable[..., Any]:
             yield engine
 
     return opener
+
+
+def server_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server subprocess: ours without CRANIMEM_* settings, offline."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
+    env.update(CRANIMEM_HOME=str(home), HF_HUB_OFFLINE="1", LANCE_LOG="error", **extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

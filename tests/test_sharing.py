@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import server_env as base_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -26,14 +27,12 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
-    env.update(
-        CRANIMEM_HOME=str(home), HF_HUB_OFFLINE="1", LANCE_LOG="error",
+    return base_env(
+        home,
         CRANIMEM_MODELS__EMBEDDER="local", CRANIMEM_MODELS__TAGGER="heuristic",
         CRANIMEM_MODELS__EXTRACTOR="heuristic", CRANIMEM_GATING__TAU_NOISE="-1.0",
         CRANIMEM_CONSOLIDATION__EVERY_N_WRITES="7", **extra,
     )  # fmt: skip
-    return env
 
 
 def serve_params(home: Path, **extra: str) -> StdioServerParameters:

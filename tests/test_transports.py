@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import httpx2
 import pytest
+from conftest import free_port, server_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -21,18 +19,6 @@ from cranimem_mcp.server import resolve_token
 
 pytestmark = pytest.mark.anyio
 TOKEN = "test-token-" + "x" * 24
-
-
-def server_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
-    env.update(CRANIMEM_HOME=str(home), HF_HUB_OFFLINE="1", LANCE_LOG="error", **extra)
-    return env
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def test_stdio_server_in_a_subprocess(tmp_path):

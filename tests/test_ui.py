@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from conftest import free_port, server_env
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -40,18 +40,6 @@ SEED = {
 HOSTILE = f"The Atlas design doc by Carol Diaz contains {SCRIPT} and <b>bold</b> markup."
 CHROMIUM = shutil.which("chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-def server_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
-    env.update(CRANIMEM_HOME=str(home), HF_HUB_OFFLINE="1", LANCE_LOG="error", **extra)
-    return env
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def _mcp(base: str, fn):  # type: ignore[no-untyped-def]
