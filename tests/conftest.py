@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -65,6 +66,12 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
     env.update(CRANIMEM_HOME=str(home), HF_HUB_OFFLINE="1", LANCE_LOG="error", **extra)
     return env
+
+
+def http_server_cmd(home: Path, port: int, *extra: str) -> list[str]:
+    """argv of `cranimem-mcp serve --transport http` on a loopback port, as a subprocess."""
+    return [sys.executable, "-m", "cranimem_mcp.cli", "serve", *extra, "--transport", "http",
+            "--port", str(port), "--data-dir", str(home)]  # fmt: skip
 
 
 def free_port() -> int:

@@ -22,11 +22,10 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from conftest import make_settings
+from conftest import free_port, http_server_cmd, make_settings, server_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from test_transports import free_port, server_env
 
 from cranimem_mcp.engine import MemoryEngine
 
@@ -142,18 +141,7 @@ def http_server(tmp_path):
     port = free_port()
     home = tmp_path / "http"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cranimem_mcp.cli",
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(home),
-        ],  # fmt: skip
+        http_server_cmd(home, port),
         env=server_env(home, CRANIMEM_TOKEN=TOKEN, **ENV),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -12,7 +12,6 @@ import os
 import re
 import stat
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -20,10 +19,10 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
+from conftest import free_port, http_server_cmd, server_env
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from test_forget import files_containing
-from test_transports import free_port, server_env
 
 from cranimem_mcp.models import Extraction
 
@@ -37,19 +36,7 @@ async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path):
     home = tmp_path / "data"
     port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cranimem_mcp.cli",
-            "serve",
-            "-vv",
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(home),
-        ],  # fmt: skip
+        http_server_cmd(home, port, "-vv"),
         env=server_env(
             home,
             CRANIMEM_TOKEN=TOKEN,

@@ -9,7 +9,7 @@ import time
 import httpx
 import httpx2
 import pytest
-from conftest import free_port, server_env
+from conftest import free_port, http_server_cmd, server_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -44,18 +44,7 @@ async def test_stdio_server_in_a_subprocess(tmp_path):
 def http_server(tmp_path):
     port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cranimem_mcp.cli",
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],  # fmt: skip
+        http_server_cmd(tmp_path / "data", port),
         env=server_env(tmp_path / "data", CRANIMEM_TOKEN=TOKEN),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
