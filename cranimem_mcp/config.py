@@ -44,6 +44,9 @@ class EpisodicSettings(_Section):
     # gs://..., az://...), with its storage options (credentials, region, endpoint).
     uri: str | None = None
     storage_options: dict[str, str] = {}
+    # Live memories mirrored in RAM (hash, vector, text) so writes and recalls skip most
+    # LanceDB queries (cranimem_mcp/working_set.py); 0 turns the mirror off.
+    working_set_rows: int = Field(100_000, ge=0, le=10_000_000)
 
 
 class ConsolidationSettings(_Section):

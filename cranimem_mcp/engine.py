@@ -29,7 +29,7 @@ from . import consolidation, gating, linkage, retrieval
 from .config import Settings
 from .embeddings import Embedder, EmbeddingCache, LocalEmbedder
 from .episodic import EpisodicStore
-from .errors import ConfigError, InvalidInput, NotFound
+from .errors import ConfigError, InvalidInput, NotFound, StoreError
 from .graph import GraphStore
 from .heuristics import HeuristicExtractor, HeuristicTagger, canonical_name, extract_one
 from .llm import Extractor, Tagger, current_meter, metered
@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 MAX_CONTENT = 32_000
 MAX_TAGS = 32
+RECALL_FLUSH_SECONDS = 1.0  # recall counts are written in one batch this long after
 PATHS = ("episodic", "graph")
 
 
@@ -147,7 +148,8 @@ class MemoryEngine:
         self._background = background
         e = settings.episodic
         self.episodic = EpisodicStore(
-            e.uri or self.home / "episodic", self.embedder.dim, e.storage_options
+            e.uri or self.home / "episodic", self.embedder.dim, e.storage_options,
+            e.working_set_rows,
         )
         if settings.graph.store == "sparql":
             from .sparql import SparqlDataset
@@ -170,6 +172,9 @@ class MemoryEngine:
         self._last_write: dict[str, float] = {}
         self._last_consolidation: dict[str, float] = {}
         self._pending: set[str] = set()
+        self._recalled: dict[str, dict[str, int]] = {}  # scope -> id -> recalls not written
+        self._recalled_at: dict[str, datetime] = {}
+        self._recall_flush_due = False
         self._busy = 0
         self._idle = anyio.Event()
         self._idle.set()
@@ -198,6 +203,8 @@ class MemoryEngine:
     async def __aexit__(self, *exc: object) -> None:
         assert self._stack is not None
         self._tg.cancel_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await self._flush_recalled()
         await self._stack.__aexit__(None, None, None)
         if self._state_dirty:
             self._state_dirty = False
@@ -360,7 +367,7 @@ class MemoryEngine:
         if not any(r.predicate in self._functional or r.functional for r in relations):
             return []
         out = []
-        for row in await self.episodic.scope_rows(scope, ("buffer",)):
+        for row in await self.episodic.live_rows(scope, ("buffer",)):
             when = row.get("observed_at") or row["created_at"]
             for rel in linkage.check(extract_one(row["content"])).relations:
                 if rel.predicate in self._functional:
@@ -600,6 +607,7 @@ class MemoryEngine:
             census = await self.episodic.census()
             scopes = sorted({s for s, _t in census} | set(self._writes_since))
         report = ConsolidationReport(scope=scope, dry_run=dry_run, trigger=trigger)
+        await self._flush_recalled(None if scope is None else [scope])
         budget = self.settings.ollama.max_calls_per_consolidation
         async with self._consolidation_lock:
             with metered(budget) as meter:
@@ -858,16 +866,52 @@ class MemoryEngine:
             facts = sorted(facts, key=lambda f: -f.score)[: r.max_facts]
         context, items, facts = retrieval.render(items, facts, max_chars, r.min_score)
         for s in scopes:
-            ids = [it.id for it in items if it.scope == s]
-            if ids:
-                async with self._lock(s):
-                    await self.episodic.touch(ids, now())
+            self._note_recalled(s, [it.id for it in items if it.scope == s])
         return RecallResult(
             context=context,
             items=items,
             facts=facts,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
         )
+
+    def _note_recalled(self, scope: str, ids: list[str]) -> None:
+        """Count recalls (the replay score's frequency bonus, the decay weight) in memory;
+        they are written in one update per scope a moment later, before any consolidation
+        reads them, and at close, so a recall never waits on a commit. A crash can lose
+        the last moment's counts: they are soft signals, not memories."""
+        if not ids:
+            return
+        pending = self._recalled.setdefault(scope, {})
+        for memory_id in ids:
+            pending[memory_id] = pending.get(memory_id, 0) + 1
+        self._recalled_at[scope] = now()
+        if self._background and self._tg is not None and not self._recall_flush_due:
+            self._recall_flush_due = True
+
+            async def later() -> None:
+                await anyio.sleep(RECALL_FLUSH_SECONDS)
+                self._recall_flush_due = False
+                await self._flush_recalled()
+
+            self._tg.start_soon(later)
+
+    async def _flush_recalled(self, scopes: list[str] | None = None) -> None:
+        for scope in list(self._recalled) if scopes is None else scopes:
+            if not self._recalled.get(scope):
+                continue
+            # Under the scope lock: never between a locked read and its upsert. Shielded:
+            # counts taken from the queue are written, not dropped by a cancellation.
+            with anyio.CancelScope(shield=True):
+                async with self._lock(scope):
+                    pending = self._recalled.pop(scope, {})
+                    by_count: dict[int, list[str]] = {}
+                    for memory_id, n in pending.items():
+                        by_count.setdefault(n, []).append(memory_id)
+                    try:
+                        for n, ids in by_count.items():
+                            await self.episodic.touch(ids, self._recalled_at[scope], n)
+                    except StoreError as exc:
+                        logger.warning("recall counts of %s not written: %s", scope, exc)
 
     async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
         """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the

@@ -25,15 +25,18 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
+from lancedb.rerankers import RRFReranker
 
 from .errors import StoreError
 from .models import MEMORY_ID_RE, SCOPE_RE
+from .working_set import FIELDS, LIVE, ScopeSet, WorkingSet
 
 logger = logging.getLogger(__name__)
 
 TABLE = "memories"
 TIERS = ("buffer", "longterm", "trash")
 _HEX_RE = re.compile(r"^[0-9a-f]{16,64}$")
+_RRF = RRFReranker()  # what LanceDB's hybrid query fuses with by default
 
 
 def schema(dim: int) -> pa.Schema:
@@ -105,16 +108,22 @@ class EpisodicStore:
     """The LanceDB table of memories. Open with :meth:`open`; all methods are async."""
 
     def __init__(
-        self, path: Path | str, dim: int, storage_options: dict[str, str] | None = None
+        self,
+        path: Path | str,
+        dim: int,
+        storage_options: dict[str, str] | None = None,
+        working_set_rows: int = 100_000,
     ) -> None:
         """``path``: a local directory, or any LanceDB URI (``s3://bucket/prefix``, ...)
-        with its ``storage_options``."""
+        with its ``storage_options``. ``working_set_rows`` bounds the in-memory copy of
+        live memories that answers the hot-path questions (0: always ask LanceDB)."""
         self._path = path
         self._dim = dim
         self._storage_options = dict(storage_options or {})
         self._db: Any = None
         self._table: Any = None
         self._lock = anyio.Lock()
+        self._ws = WorkingSet(dim, working_set_rows)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -157,9 +166,40 @@ class EpisodicStore:
             if (column,) not in have:
                 self._table.create_index(column, config=config(), replace=True)
 
-    async def _write(self, fn: Any, *args: Any) -> Any:
+    async def _write(self, fn: Any, *args: Any, follow: Any = None) -> Any:
+        """Run a change under the write lock; ``follow()`` then applies it to the working
+        set. A change that fails may or may not have committed: the working set is dropped."""
         async with self._lock:
-            return await self._run(fn, *args)
+            try:
+                result = await self._run(fn, *args)
+            except BaseException:
+                self._ws.drop()
+                raise
+            if follow is not None:
+                follow()
+            return result
+
+    async def _mirrored(self, scope: str | None, tiers: Iterable[str] | None) -> ScopeSet | None:
+        """The working set of ``scope`` when it can answer for ``tiers`` (live ones only),
+        loaded from the table on first use."""
+        if scope is None or tiers is None or not set(tiers) <= set(LIVE):
+            return None
+        found = self._ws.get(scope)
+        if found is not None or not self._ws.wanted(scope):
+            return found
+        cols = [*FIELDS, "vector"]
+        where = scope_filter(scope, LIVE)
+
+        def load() -> Any:
+            return self._table.search().where(where).select(cols).limit(None).to_arrow()
+
+        async with self._lock:  # no write can slip in between the read and the install
+            if self._ws.wanted(scope):
+                table = await self._run(load)
+                flat = table.column("vector").combine_chunks().flatten().to_numpy()
+                vectors = flat.reshape(-1, self._dim)
+                self._ws.install(scope, table.drop_columns(["vector"]).to_pylist(), vectors)
+        return self._ws.get(scope)
 
     @staticmethod
     async def _run(fn: Any, *args: Any) -> Any:
@@ -173,7 +213,7 @@ class EpisodicStore:
     # --- writes ----------------------------------------------------------------------------
 
     async def add(self, rows: list[dict[str, Any]]) -> None:
-        await self._write(self._table.add, rows)
+        await self._write(self._table.add, rows, follow=lambda: self._ws.apply(rows))
 
     async def upsert(self, rows: list[dict[str, Any]]) -> None:
         """Replace whole rows by id in one commit (a batch of tier changes)."""
@@ -183,24 +223,30 @@ class EpisodicStore:
         def run() -> None:
             self._table.merge_insert("id").when_matched_update_all().execute(rows)
 
-        await self._write(run)
+        await self._write(run, follow=lambda: self._ws.apply(rows))
 
     async def update(self, ids: Sequence[str], values: dict[str, Any]) -> None:
         if not ids:
             return
-        await self._write(lambda: self._table.update(where=ids_filter(ids), values=values))
+        # Changing a mirrored column in place is rare (never on the hot path): start over.
+        follow = self._ws.drop if set(values) & {*FIELDS, "scope", "vector"} else None
+        await self._write(
+            lambda: self._table.update(where=ids_filter(ids), values=values), follow=follow
+        )
 
-    async def touch(self, ids: Sequence[str], when: datetime) -> None:
-        """Count a recall of these memories (feeds the replay score's frequency bonus)."""
+    async def touch(self, ids: Sequence[str], when: datetime, times: int = 1) -> None:
+        """Count ``times`` recalls of each of these memories (feeds the replay score's
+        frequency bonus and the decay weight)."""
         if not ids:
             return
         stamp = when.isoformat().replace("+00:00", "")
+        times = int(times)
 
         def run() -> None:
             self._table.update(
                 where=ids_filter(ids),
                 values_sql={
-                    "access_count": "access_count + 1",
+                    "access_count": f"access_count + {times}",
                     "last_access": f"CAST('{stamp}' AS TIMESTAMP)",
                 },
             )
@@ -210,7 +256,9 @@ class EpisodicStore:
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
-        await self._write(lambda: self._table.delete(ids_filter(ids)))
+        await self._write(
+            lambda: self._table.delete(ids_filter(ids)), follow=lambda: self._ws.remove(ids)
+        )
 
     async def purge_history(self) -> None:
         """Make deletes final on disk: rebuild the full-text index, compact, and drop every
@@ -261,7 +309,28 @@ class EpisodicStore:
         rows.sort(key=lambda r: (r["created_at"], r.get("turn") or 0))
         return rows
 
+    async def live_rows(self, scope: str, tiers: Iterable[str]) -> list[dict[str, Any]]:
+        """The working-set fields of a scope's live memories (:data:`FIELDS`), oldest first."""
+        tiers = tuple(tiers)
+        mirrored = await self._mirrored(scope, tiers)
+        if mirrored is not None:
+            return [e.row() for e in mirrored.entries(tiers)]
+        rows = await self.rows(where=scope_filter(scope, tiers), columns=list(FIELDS))
+        rows.sort(key=lambda r: (r["created_at"], r.get("turn") or 0))
+        return rows
+
     async def find_hash(self, scope: str, content_hash: str) -> dict[str, Any] | None:
+        """The live memory of ``scope`` with this exact content, whole (vector included)."""
+        mirrored = await self._mirrored(scope, LIVE)
+        if mirrored is not None:
+            found = mirrored.find_hash(content_hash)
+            if found is None:
+                return None
+            rows = await self.get([found], vectors=True)
+            if rows and rows[0]["content_hash"] == content_hash and rows[0]["tier"] in LIVE:
+                return rows[0]
+            logger.warning("working set of %s out of step with the table: reloading", scope)
+            self._ws.drop(scope)
         where = (
             f"{scope_filter(scope, ('buffer', 'longterm'))} "
             f"AND content_hash = {_lit(content_hash, _HEX_RE)}"
@@ -270,6 +339,9 @@ class EpisodicStore:
         return found[0] if found else None
 
     async def count(self, scope: str | None = None, tiers: Iterable[str] | None = None) -> int:
+        mirrored = await self._mirrored(scope, tiers)
+        if mirrored is not None:
+            return mirrored.count(tiers or LIVE)
         where = scope_filter(scope, tiers)
         return await self._run(lambda: self._table.count_rows(where))
 
@@ -284,7 +356,13 @@ class EpisodicStore:
     async def nearest(
         self, scope: str, vector: np.ndarray, tiers: Iterable[str], limit: int
     ) -> list[dict[str, Any]]:
-        """Vector search by cosine; each row carries ``similarity``."""
+        """Vector search by cosine; each row carries ``similarity``. Answered from the
+        working set when the scope is mirrored (rows then carry its fields only)."""
+        mirrored = await self._mirrored(scope, tiers)
+        if mirrored is not None:
+            return [
+                {**e.row(), "similarity": sim} for e, sim in mirrored.nearest(vector, tiers, limit)
+            ]
         where = scope_filter(scope, tiers)
 
         def run() -> list[dict[str, Any]]:
@@ -301,9 +379,14 @@ class EpisodicStore:
         self, scope: str, vector: np.ndarray, text: str, tiers: Iterable[str], limit: int
     ) -> list[dict[str, Any]]:
         """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused). Each row
-        carries ``similarity`` (cosine to the query) and ``fused`` (the fused relevance)."""
+        carries ``similarity`` (cosine to the query) and ``fused`` (the fused relevance).
+        A mirrored scope runs the vector half on the working set and only the full-text
+        half in LanceDB, fused by the same reranker LanceDB's hybrid query uses."""
         where = scope_filter(scope, tiers)
         terms = " ".join(re.findall(r"\w+", text))
+        mirrored = await self._mirrored(scope, tiers)
+        if mirrored is not None:
+            return await self._hybrid_mirrored(mirrored, where, vector, terms, tiers, limit)
 
         def run() -> list[dict[str, Any]]:
             if not terms:
@@ -324,3 +407,40 @@ class EpisodicStore:
             r["fused"] = float(r.pop("_relevance_score", r["similarity"]))
             r.pop("_distance", None)
         return rows
+
+    async def _hybrid_mirrored(
+        self,
+        mirrored: ScopeSet,
+        where: str | None,
+        vector: np.ndarray,
+        terms: str,
+        tiers: Iterable[str],
+        limit: int,
+    ) -> list[dict[str, Any]]:
+        near = mirrored.nearest(vector, tiers, limit)
+        text_ids: list[str] = []
+        if terms:
+
+            def fts() -> list[dict[str, Any]]:
+                query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
+                return query.limit(limit).select(["id", "_score"]).to_list()
+
+            text_ids = [r["id"] for r in await self._run(fts) if r["id"] in mirrored]
+        else:  # no words to search for: a vector search, as LanceDB would run it
+            return [{**e.row(), "similarity": sim, "fused": sim} for e, sim in near]
+        # RRF ranks by position in each list; the reranker wants integer row ids.
+        ids = list(dict.fromkeys([*(e.id for e, _s in near), *text_ids]))
+        number = {memory_id: n for n, memory_id in enumerate(ids)}
+        fused = _RRF.rerank_hybrid(
+            "",
+            pa.table({"_rowid": pa.array([number[e.id] for e, _s in near], pa.uint64())}),
+            pa.table({"_rowid": pa.array([number[i] for i in text_ids], pa.uint64())}),
+        )
+        out = []
+        ranked = zip(fused["_rowid"].to_pylist(), fused["_relevance_score"].to_pylist(), strict=True)
+        for rowid, score in list(ranked)[:limit]:
+            entry = mirrored.entry(ids[rowid])
+            if entry is not None:
+                sim = mirrored.similarity(entry.id, vector)
+                out.append({**entry.row(), "similarity": sim, "fused": float(score)})
+        return out

@@ -3,6 +3,7 @@ real LanceDB and rdflib stores with real MiniLM embeddings."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from cranimem_mcp.consolidation import ReplayParams, decide, entity_counts
@@ -144,8 +145,9 @@ async def test_repeated_fact_is_reinforced_not_duplicated(open_engine):
         assert len(works) == 1 and works[0].support == 2
 
 
-async def test_recall_merges_both_paths_with_labels_and_counts_access(open_engine):
-    async with open_engine() as engine:
+async def test_recall_merges_both_paths_with_labels_and_counts_access(open_engine, tmp_path):
+    home = tmp_path / "data"
+    async with open_engine(home) as engine:
         await engine.set_goal(TRIP)
         kept = await engine.remember("I am allergic to shellfish, so no seafood restaurants.")
         await engine.consolidate()
@@ -156,8 +158,30 @@ async def test_recall_merges_both_paths_with_labels_and_counts_access(open_engin
         assert f"[memory {kept.id} " in result.context
         assert f"[recent {recent.id} " in result.context
         assert "[fact " in result.context
-        (row,) = await engine.episodic.get([kept.id])
-        assert row["access_count"] == 1
+        seen = [it.id for it in result.items]
+        seen += [it.id for it in (await engine.recall("Which food must I avoid?")).items]
+        # Recall counts are written in one batch, before a consolidation reads them.
+        report = await engine.consolidate()
+        (decision,) = [d for d in report.decisions if d.id == recent.id]
+        assert f"recalls {seen.count(recent.id)}]" in decision.reason
+        seen += [it.id for it in (await engine.recall("When do we land?")).items]
+    # ... and at close: nothing counted is lost.
+    async with open_engine(home) as engine:
+        for memory in (kept, recent):
+            (row,) = await engine.episodic.get([memory.id])
+            assert row["access_count"] == seen.count(memory.id) >= 2
+
+
+async def test_recall_counts_are_written_in_the_background(open_engine):
+    async with open_engine(background=True) as engine:
+        kept = await engine.remember("I am allergic to shellfish, so no seafood restaurants.")
+        await engine.recall("Which food must I avoid?")
+        for _ in range(50):
+            (row,) = await engine.episodic.get([kept.id])
+            if row["access_count"]:
+                break
+            await anyio.sleep(0.1)
+        assert row["access_count"] == 1 and row["last_access"] is not None
 
 
 async def test_scopes_do_not_mix(open_engine):

@@ -1,0 +1,224 @@
+"""The working set: an in-memory copy of each scope's live memories (buffer and long-term).
+
+Why: measured at 100k memories on this machine, every LanceDB query costs 5-50 ms (planning,
+plus a scan of each small fragment a write leaves until compaction), and a write used to ask
+six of them: is this exact text stored (twice), how close is the nearest memory, how full is
+the buffer (twice), and the insert. The working set answers the questions from memory (a
+dictionary lookup, one matrix-vector product), so a write costs one LanceDB commit, and the
+vector half of a recall needs no query at all.
+
+Invariant: the episodic store keeps it in step with the table. Every change to the table
+goes through :class:`~cranimem_mcp.episodic.EpisodicStore`, which applies it here under its
+write lock once the commit succeeded; a change it cannot follow exactly (a failed commit, an
+update of a mirrored column) drops the copies it may touch, and a dropped scope is reloaded
+from the table on next use. That holds because this process is the table's only writer (the
+owner lock, docs/SCALING.md).
+
+Bounded: at most ``max_rows`` memories across scopes, least recently used scopes leave first;
+a scope larger than the bound is not mirrored (the store asks LanceDB, as before).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+LIVE = ("buffer", "longterm")
+_CODE = {"buffer": 1, "longterm": 2}
+# The columns a mirrored memory keeps (its vector aside).
+FIELDS = ("id", "tier", "content", "content_hash", "created_at", "observed_at", "turn")
+
+
+@dataclass(slots=True)
+class Entry:
+    id: str
+    tier: str
+    content: str
+    content_hash: str
+    created_at: datetime
+    observed_at: datetime | None
+    turn: int | None
+
+    def row(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in FIELDS}
+
+
+def _codes(tiers: Iterable[str]) -> list[int]:
+    return [_CODE[t] for t in tiers]
+
+
+class ScopeSet:
+    """One scope's live memories: rows in slots, their unit vectors in one matrix."""
+
+    def __init__(self, dim: int, capacity: int = 64) -> None:
+        self._dim = dim
+        self._vectors = np.zeros((capacity, dim), dtype=np.float32)
+        self._tier = np.zeros(capacity, dtype=np.int8)  # 0 = free slot
+        self._entries: list[Entry | None] = [None] * capacity
+        self._slot: dict[str, int] = {}
+        self._by_hash: dict[str, str] = {}
+        self._free: list[int] = list(range(capacity - 1, -1, -1))
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._slot
+
+    def _grow(self) -> None:
+        old = len(self._entries)
+        self._vectors = np.concatenate([self._vectors, np.zeros_like(self._vectors)])
+        self._tier = np.concatenate([self._tier, np.zeros_like(self._tier)])
+        self._entries += [None] * old
+        self._free = list(range(2 * old - 1, old - 1, -1)) + self._free
+
+    def put(self, row: dict[str, Any], vector: Any) -> None:
+        """Insert or replace a live memory (``row`` has :data:`FIELDS`)."""
+        self.remove(row["id"])
+        if not self._free:
+            self._grow()
+        slot = self._free.pop()
+        entry = Entry(**{f: row.get(f) for f in FIELDS})
+        self._entries[slot] = entry
+        self._vectors[slot] = np.asarray(vector, dtype=np.float32)
+        self._tier[slot] = _CODE[entry.tier]
+        self._slot[entry.id] = slot
+        self._by_hash[entry.content_hash] = entry.id
+
+    def remove(self, memory_id: str) -> None:
+        slot = self._slot.pop(memory_id, None)
+        if slot is None:
+            return
+        entry = self._entries[slot]
+        assert entry is not None
+        if self._by_hash.get(entry.content_hash) == memory_id:
+            del self._by_hash[entry.content_hash]
+        self._entries[slot] = None
+        self._tier[slot] = 0
+        self._free.append(slot)
+
+    def find_hash(self, content_hash: str) -> str | None:
+        return self._by_hash.get(content_hash)
+
+    def entry(self, memory_id: str) -> Entry | None:
+        slot = self._slot.get(memory_id)
+        return None if slot is None else self._entries[slot]
+
+    def count(self, tiers: Iterable[str]) -> int:
+        return int(np.isin(self._tier, _codes(tiers)).sum())
+
+    def entries(self, tiers: Iterable[str]) -> list[Entry]:
+        codes = set(_codes(tiers))
+        out = [e for e in self._entries if e is not None and _CODE[e.tier] in codes]
+        out.sort(key=lambda e: (e.created_at, e.turn or 0))
+        return out
+
+    def similarity(self, memory_id: str, vector: np.ndarray) -> float:
+        return float(self._vectors[self._slot[memory_id]] @ vector)
+
+    def nearest(
+        self, vector: np.ndarray, tiers: Iterable[str], limit: int
+    ) -> list[tuple[Entry, float]]:
+        """Exact cosine nearest neighbours (vectors are unit length), best first."""
+        mask = np.isin(self._tier, _codes(tiers))
+        n = int(mask.sum())
+        if n == 0 or limit <= 0:
+            return []
+        sims = self._vectors @ np.asarray(vector, dtype=np.float32)
+        sims[~mask] = -np.inf
+        top = np.argpartition(-sims, limit - 1)[:limit] if limit < n else np.flatnonzero(mask)
+        top = top[np.argsort(-sims[top], kind="stable")]
+        out = []
+        for slot in top:
+            entry = self._entries[int(slot)]
+            if entry is not None and mask[slot]:
+                out.append((entry, float(sims[slot])))
+        return out
+
+
+class WorkingSet:
+    """The mirrored scopes, bounded by ``max_rows`` memories in all (0 turns it off)."""
+
+    def __init__(self, dim: int, max_rows: int) -> None:
+        self.dim = dim
+        self.max_rows = max_rows
+        self._scopes: OrderedDict[str, ScopeSet] = OrderedDict()
+        self._oversized: set[str] = set()
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_rows > 0
+
+    def rows(self) -> int:
+        return sum(len(s) for s in self._scopes.values())
+
+    def get(self, scope: str) -> ScopeSet | None:
+        found = self._scopes.get(scope)
+        if found is not None:
+            self._scopes.move_to_end(scope)
+        return found
+
+    def wanted(self, scope: str) -> bool:
+        """Worth loading: mirroring is on and the scope was not found too big for it."""
+        return self.enabled and scope not in self._oversized and scope not in self._scopes
+
+    def install(self, scope: str, rows: Sequence[dict[str, Any]], vectors: Any) -> None:
+        if len(rows) > self.max_rows:
+            self._oversized.add(scope)
+            return
+        mirrored = ScopeSet(self.dim, capacity=max(64, 2 * len(rows)))
+        for row, vector in zip(rows, vectors, strict=True):
+            mirrored.put(row, vector)
+        self._scopes[scope] = mirrored
+        self._fit(keep=scope)
+
+    def _fit(self, keep: str) -> None:
+        total = self.rows()
+        while total > self.max_rows and self._scopes:
+            scope, mirrored = next(iter(self._scopes.items()))
+            if scope == keep and len(self._scopes) == 1:
+                self._oversized.add(scope)
+            self._scopes.pop(scope)
+            total -= len(mirrored)
+
+    def apply(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Follow committed whole rows (an insert or an upsert): live ones are put, the
+        others (trash) leave. A row without its vector drops its scope instead."""
+        touched = set()
+        for row in rows:
+            mirrored = self._scopes.get(row["scope"])
+            if mirrored is None:
+                # Not mirrored here; the id might be, under another scope (a scope change).
+                self.remove([row["id"]])
+                continue
+            if row.get("tier") in LIVE:
+                vector = row.get("vector")
+                if vector is None:
+                    self.drop(row["scope"])
+                    continue
+                mirrored.put(row, vector)
+                touched.add(row["scope"])
+            else:
+                mirrored.remove(row["id"])
+        for scope in touched:
+            self._fit(keep=scope)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        for mirrored in self._scopes.values():
+            for memory_id in ids:
+                mirrored.remove(memory_id)
+
+    def drop(self, scope: str | None = None) -> None:
+        """Forget the copy of ``scope`` (or of every scope): it is reloaded on next use."""
+        if scope is None:
+            self._scopes.clear()
+            self._oversized.clear()
+        else:
+            self._scopes.pop(scope, None)
+            self._oversized.discard(scope)
