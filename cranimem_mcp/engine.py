@@ -148,7 +148,9 @@ class MemoryEngine:
         self._background = background
         e = settings.episodic
         self.episodic = EpisodicStore(
-            e.uri or self.home / "episodic", self.embedder.dim, e.storage_options,
+            e.uri or self.home / "episodic",
+            self.embedder.dim,
+            e.storage_options,
             e.working_set_rows,
         )
         if settings.graph.store == "sparql":

@@ -437,7 +437,9 @@ class EpisodicStore:
             pa.table({"_rowid": pa.array([number[i] for i in text_ids], pa.uint64())}),
         )
         out = []
-        ranked = zip(fused["_rowid"].to_pylist(), fused["_relevance_score"].to_pylist(), strict=True)
+        ranked = zip(
+            fused["_rowid"].to_pylist(), fused["_relevance_score"].to_pylist(), strict=True
+        )
         for rowid, score in list(ranked)[:limit]:
             entry = mirrored.entry(ids[rowid])
             if entry is not None:

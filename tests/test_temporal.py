@@ -14,9 +14,7 @@ LIFE = "Remember durable facts about the user's life"
 
 def triples(facts, current_only=False):
     return {
-        (f.subject, f.predicate, f.object)
-        for f in facts
-        if not (current_only and f.superseded)
+        (f.subject, f.predicate, f.object) for f in facts if not (current_only and f.superseded)
     }
 
 

@@ -166,8 +166,8 @@ async def test_hybrid_search_matches_lancedb_hybrid_query(tmp_path):
         text = " ".join(rng.choice(words) for _ in range(6)) + f" note {i}"
         rows.append({"id": f"m_{i:020x}", "scope": "s" if i % 3 else "other",
                      "tier": ("buffer", "longterm", "trash")[i % 3 if i % 3 else 1],
-                     "content": text, "content_hash": f"{i:032x}",
-                     "vector": unit(nrng, 16).tolist(), "created_at": stamp, "turn": i})  # fmt: skip
+                     "content": text, "content_hash": f"{i:032x}", "turn": i,
+                     "vector": unit(nrng, 16).tolist(), "created_at": stamp})  # fmt: skip
     for store in (mirrored, plain):
         await store.add(rows)
     for q in ("Japan trip budget", "deploy Friday", "ramen", "nothing matches zzz", ""):
