@@ -58,3 +58,27 @@ async def test_three_questions_through_both_systems(tmp_path: Path, minilm: Loca
     pytest.importorskip("matplotlib")
     for png in plot_results(results, tmp_path / "img"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_runs_end_to_end_through_the_cli(tmp_path: Path) -> None:
+    """`cranimem-mcp bench` on a tiny size with the constant embedder: every timed write is
+    stored (the write path worth timing), recall finds memories, the document is complete."""
+    import subprocess
+    import sys
+
+    from conftest import server_env
+
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "-m", "cranimem_mcp.cli", "bench", "--sizes", "300,600", "--ops", "6",
+           "--embedder", "constant", "--output", str(out), "--no-plots"]  # fmt: skip
+    done = subprocess.run(cmd, env=server_env(tmp_path / "home"), capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["memories"] >= size for r, size in zip(rows, (300, 600), strict=True)] == [True] * 2
+    for r in rows:
+        assert r["writes"] == {"stored": 6, "merged": 0, "rejected": 0}
+        assert r["recall_items_mean"] > 0
+        assert 0 < r["remember_ms_p50"] <= r["remember_ms_p95"]
+        assert r["consolidation_items"] == 6 and r["peak_rss_mb"] > 0
+    assert "| constant |" in done.stdout
