@@ -28,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -47,14 +48,17 @@ BASE = "https://cranimem.dev/"
 VOCAB = Namespace(BASE + "ns#")
 REL = Namespace(BASE + "rel/")
 _PRED_RE = re.compile(r"[^a-z0-9_]+")
+_MEMO_MAX = 200_000  # remembered reads between commits, at most
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
 Triple = tuple[URIRef, URIRef, URIRef]
 
 
+@lru_cache(maxsize=4096)
 def scope_base(scope: str) -> str:
     return f"{BASE}id/{quote(scope, safe='')}/"
 
 
+@lru_cache(maxsize=65536)  # linking a recall's texts tries every span of up to five words
 def entity_iri(scope: str, name: str) -> URIRef:
     return URIRef(scope_base(scope) + "entity/" + quote(canonical_name(name), safe=""))
 
@@ -122,10 +126,27 @@ class GraphStore:
         self._store = store if store is not None else JournaledDataset(path)
         self._ds = self._store.ds
         self._lock = anyio.Lock()
+        # Reads a recall repeats (a fact's validity, an entity's mentions), remembered until
+        # the next commit: the dataset changes only in commit, and we are its only writer.
+        self._memo_validity: dict[Triple, Validity] = {}
+        self._memo_mentions: dict[URIRef, int] = {}
+        self._memo_labels: dict[URIRef, str] = {}
+
+    def _commit(self, entries: list[Any]) -> None:
+        try:
+            self._store.commit(entries)
+        finally:
+            self._forget_memos()
+
+    def _forget_memos(self) -> None:
+        self._memo_validity.clear()
+        self._memo_mentions.clear()
+        self._memo_labels.clear()
 
     # --- lifecycle -------------------------------------------------------------------------
 
     async def open(self) -> None:
+        self._forget_memos()
         await self._run(self._store.open)
 
     async def close(self) -> None:
@@ -158,6 +179,16 @@ class GraphStore:
         return {_memory_id(c) for *_t, c in self._ds.quads((s, p, o, None)) if self._active(c)}
 
     def _validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
+        """When and by which memories a fact was stated, and when it was ended (a copy:
+        callers add unlinked sources to it)."""
+        v = self._memo_validity.get((s, p, o))
+        if v is None:
+            if len(self._memo_validity) >= _MEMO_MAX:
+                self._memo_validity.clear()
+            v = self._memo_validity[(s, p, o)] = self._read_validity(s, p, o)
+        return Validity(sources=list(v.sources), ends=list(v.ends))
+
+    def _read_validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
         v = Validity()
         for *_t, ctx in self._ds.quads((s, p, o, None)):
             if self._active(ctx):
@@ -179,12 +210,27 @@ class GraphStore:
 
     def _mentions(self, node: URIRef) -> int:
         """Active memory graphs that type (so mention) this entity node."""
-        return sum(1 for *_t, c in self._ds.quads((node, RDF.type, None, None)) if self._active(c))
+        found = self._memo_mentions.get(node)
+        if found is None:
+            if len(self._memo_mentions) >= _MEMO_MAX:
+                self._memo_mentions.clear()
+            found = sum(
+                1 for *_t, c in self._ds.quads((node, RDF.type, None, None)) if self._active(c)
+            )
+            self._memo_mentions[node] = found
+        return found
 
     def _label(self, node: URIRef) -> str:
-        for _s, _p, label, _c in self._ds.quads((node, RDFS.label, None, None)):
-            return str(label)
-        return unquote(str(node).rsplit("/", 1)[-1])
+        found = self._memo_labels.get(node)
+        if found is None:
+            found = unquote(str(node).rsplit("/", 1)[-1])
+            for _s, _p, label, _c in self._ds.quads((node, RDFS.label, None, None)):
+                found = str(label)
+                break
+            if len(self._memo_labels) >= _MEMO_MAX:
+                self._memo_labels.clear()
+            self._memo_labels[node] = found
+        return found
 
     def _graph_triples(self, iri: URIRef) -> list[Triple]:
         return [
@@ -259,7 +305,7 @@ class GraphStore:
                 stats.reinforced += 1
             else:
                 stats.added += 1
-        self._store.commit([self._store.put(iri, g)])
+        self._commit([self._store.put(iri, g)])
         return stats
 
     async def supersede(
@@ -358,7 +404,7 @@ class GraphStore:
                     if later:  # the stored fact is newer: the memory's own fact ended then
                         end(new, min(later))
         if len(ends):
-            self._store.commit([self._store.put(ends_iri, ends)])
+            self._commit([self._store.put(ends_iri, ends)])
         facts = []
         for t in dict.fromkeys(ended):
             fact = self._fact(t, validity(t))
@@ -392,7 +438,7 @@ class GraphStore:
                 touched.update(self._graph_triples(src))
                 entries += [self._store.put(dst, g), self._store.drop(src)]
         before = {t: bool(self._fact_sources(*t)) for t in touched}
-        self._store.commit(entries)
+        self._commit(entries)
         return sum(1 for t in touched if before[t] != bool(self._fact_sources(*t)))
 
     async def retract(self, scope: str, memory_ids: Iterable[str], purge: bool = False) -> int:
@@ -413,7 +459,7 @@ class GraphStore:
                     touched.update(self._graph_triples(iri))
                     entries.append(self._store.drop(iri))
         before = {t: bool(self._fact_sources(*t)) for t in touched}
-        self._store.commit(entries)
+        self._commit(entries)
         if purge:
             self._store.compact()
         return sum(1 for t in touched if before[t] and not self._fact_sources(*t))
@@ -474,9 +520,18 @@ class GraphStore:
 
     # --- reads -----------------------------------------------------------------------------
 
-    async def link(self, scope: str, text: str, max_words: int = 5) -> list[URIRef]:
-        """Entity nodes of the scope named in ``text`` (any 1-5 word span, any case)."""
-        return await self._locked(self._link_sync, scope, text, max_words)
+    async def link(self, scope: str, *texts: str, max_words: int = 5) -> list[URIRef]:
+        """Entity nodes of the scope named in the texts (any 1-5 word span, any case), in
+        order of first mention, the first text's first. One call for all: a recall links
+        the query and its top memories."""
+
+        def run() -> list[URIRef]:
+            found: dict[URIRef, None] = {}
+            for text in texts:
+                found.update(dict.fromkeys(self._link_sync(scope, text, max_words)))
+            return list(found)
+
+        return await self._locked(run)
 
     def _link_sync(self, scope: str, text: str, max_words: int) -> list[URIRef]:
         words = [w.strip(".") for w in re.findall(r"[\w'’&\-.]+", text)]
@@ -614,7 +669,7 @@ class GraphStore:
                 raise StoreError(f"the import names a graph that is not ours: {_iri(c)[:120]}")
             graphs[_iri(c)].add((s, p, o))
             quads += 1
-        self._store.commit([self._store.put(URIRef(iri), g) for iri, g in graphs.items()])
+        self._commit([self._store.put(URIRef(iri), g) for iri, g in graphs.items()])
         return quads
 
     async def count_facts(self) -> dict[str, int]:

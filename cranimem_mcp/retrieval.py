@@ -174,11 +174,7 @@ async def graph_path(
     labelled "previously"."""
     if hops <= 0 or max_facts <= 0:
         return []
-    seeds = await graph.link(scope, query)
-    for text in seed_texts:
-        for node in await graph.link(scope, text):
-            if node not in seeds:
-                seeds.append(node)
+    seeds = await graph.link(scope, query, *seed_texts)
     if not seeds:
         return []
     facts = await graph.facts(scope, seeds[:16], hops, limit=max_facts * 2, as_of=as_of)

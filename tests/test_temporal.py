@@ -153,3 +153,25 @@ def test_decay_halves_per_half_life():
     assert decay(timedelta(days=0), 10) == 1.0
     assert decay(timedelta(days=10), 10) == pytest.approx(0.5)
     assert decay(timedelta(days=10), 0) == 1.0
+
+
+async def test_graph_reads_remembered_for_recall_follow_every_change(open_engine):
+    """The graph remembers a fact's validity, an entity's mentions and its label between
+    commits; each recall here is made right after a change it must already see."""
+    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+        await engine.remember("I live in Paris.", goal=LIFE)
+        await engine.consolidate()
+        ask = "Where does the user live?"
+        first = await engine.recall(ask, paths=["graph"])
+        assert triples(first.facts, current_only=True) == {("User", "lives_in", "Paris")}
+        assert (await engine.recall(ask, paths=["graph"])).facts == first.facts  # remembered
+        moved = await engine.remember("I moved to Berlin.", goal=LIFE)  # ends Paris: a commit
+        after = await engine.recall(ask, paths=["graph"])
+        assert ("User", "lives_in", "Paris") not in triples(after.facts, current_only=True)
+        await engine.consolidate()  # links Berlin
+        linked = await engine.recall(ask, paths=["graph"])
+        assert ("User", "lives_in", "Berlin") in triples(linked.facts, current_only=True)
+        await engine.forget(ids=[moved.id])  # Paris is current again, Berlin is gone
+        back = await engine.recall(ask, paths=["graph"])
+        assert triples(back.facts, current_only=True) == {("User", "lives_in", "Paris")}
+        assert "Berlin" not in back.context
