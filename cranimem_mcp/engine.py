@@ -31,7 +31,7 @@ from .embeddings import Embedder, EmbeddingCache, LocalEmbedder
 from .episodic import EpisodicStore
 from .errors import ConfigError, InvalidInput, NotFound, StoreError
 from .graph import GraphStore
-from .heuristics import HeuristicExtractor, HeuristicTagger, canonical_name, extract_one
+from .heuristics import HeuristicExtractor, HeuristicTagger, canonical_name
 from .llm import Extractor, Tagger, current_meter, metered
 from .models import (
     MEMORY_ID_RE,
@@ -290,7 +290,7 @@ class MemoryEngine:
                     return prepared
             vector, rel, decision, tagging = prepared
             utility = tagging.utility
-            quick = linkage.check(extract_one(content))  # cheap, so it runs on every write
+            quick = linkage.quick(content)  # cheap, so it runs on every write
             entities = [e.name for e in quick.entities]
             turn = self.state.turns.get(scope, 0) + 1
             self.state.turns[scope] = turn
@@ -371,7 +371,7 @@ class MemoryEngine:
         out = []
         for row in await self.episodic.live_rows(scope, ("buffer",)):
             when = row.get("observed_at") or row["created_at"]
-            for rel in linkage.check(extract_one(row["content"])).relations:
+            for rel in linkage.quick(row["content"]).relations:
                 if rel.predicate in self._functional:
                     out.append((rel, row["id"], when))
         return out
@@ -924,7 +924,7 @@ class MemoryEngine:
             if it.tier == "longterm":
                 memories[it.id] = (observed, None)
             else:
-                relations = linkage.check(extract_one(it.content)).relations
+                relations = linkage.quick(it.content).relations
                 memories[it.id] = (observed, relations)
         stale = await self.graph.outdated(scope, memories, when)
         for it in items:

@@ -124,6 +124,7 @@ class EpisodicStore:
         self._table: Any = None
         self._lock = anyio.Lock()
         self._ws = WorkingSet(dim, working_set_rows)
+        self._schema = schema(dim)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -212,8 +213,15 @@ class EpisodicStore:
 
     # --- writes ----------------------------------------------------------------------------
 
+    def _arrow(self, rows: list[dict[str, Any]]) -> pa.Table:
+        """Rows as a table of our schema: LanceDB would otherwise infer one and cast (~2 ms
+        of a ~9 ms single-row insert, measured at 100k rows)."""
+        return pa.Table.from_pylist(rows, schema=self._schema)
+
     async def add(self, rows: list[dict[str, Any]]) -> None:
-        await self._write(self._table.add, rows, follow=lambda: self._ws.apply(rows))
+        await self._write(
+            lambda: self._table.add(self._arrow(rows)), follow=lambda: self._ws.apply(rows)
+        )
 
     async def upsert(self, rows: list[dict[str, Any]]) -> None:
         """Replace whole rows by id in one commit (a batch of tier changes)."""
@@ -221,7 +229,7 @@ class EpisodicStore:
             return
 
         def run() -> None:
-            self._table.merge_insert("id").when_matched_update_all().execute(rows)
+            self._table.merge_insert("id").when_matched_update_all().execute(self._arrow(rows))
 
         await self._write(run, follow=lambda: self._ws.apply(rows))
 

@@ -323,9 +323,12 @@ class GraphStore:
         Adds to the memory's ``ends`` graph (idempotent). Returns the facts it ended.
         ``pending`` are (relation, memory id, observed) of memories not linked yet (the
         buffer): their facts count as asserted, so a change is caught before consolidation."""
+        functional = set(functional)
+        if not any(predicate_name(r.predicate) in functional or r.functional for r in relations):
+            return []  # nothing single-valued: nothing to end (most writes)
         return await self._locked(
             self._supersede_sync,
-            scope, memory_id, relations, observed_at, set(functional), list(pending),
+            scope, memory_id, relations, observed_at, functional, list(pending),
         )  # fmt: skip
 
     def _supersede_sync(

@@ -7,8 +7,10 @@ Checks: empty names are dropped, names are whitespace-normalised, unknown types 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .graph import predicate_name
-from .heuristics import canonical_name
+from .heuristics import canonical_name, extract_one
 from .models import ENTITY_TYPES, Entity, Extraction, Relation
 
 
@@ -33,3 +35,12 @@ def check(extraction: Extraction, max_name: int = 200) -> Extraction:
             Relation(subject=entities[s].name, predicate=p, object=entities[o].name),
         )
     return Extraction(entities=list(entities.values()), relations=list(relations.values()))
+
+
+@lru_cache(maxsize=4096)
+def quick(text: str) -> Extraction:
+    """The heuristic extraction of ``text``, checked: what a write links at once and what
+    recall reads from buffer items. Remembered per text (the same buffer items are read
+    again at every write that states a single-valued fact); the result is shared, so
+    callers must not change it."""
+    return check(extract_one(text))

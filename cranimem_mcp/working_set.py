@@ -52,6 +52,13 @@ def _codes(tiers: Iterable[str]) -> list[int]:
     return [_CODE[t] for t in tiers]
 
 
+def _mask(tier: np.ndarray, tiers: Iterable[str]) -> np.ndarray:
+    codes = set(_codes(tiers))
+    if codes == set(_CODE.values()):
+        return tier > 0  # every live tier (the common question): no set lookup
+    return np.isin(tier, list(codes))
+
+
 class ScopeSet:
     """One scope's live memories: rows in slots, their unit vectors in one matrix."""
 
@@ -110,7 +117,7 @@ class ScopeSet:
         return None if slot is None else self._entries[slot]
 
     def count(self, tiers: Iterable[str]) -> int:
-        return int(np.isin(self._tier, _codes(tiers)).sum())
+        return int(_mask(self._tier, tiers).sum())
 
     def entries(self, tiers: Iterable[str]) -> list[Entry]:
         codes = set(_codes(tiers))
@@ -125,7 +132,7 @@ class ScopeSet:
         self, vector: np.ndarray, tiers: Iterable[str], limit: int
     ) -> list[tuple[Entry, float]]:
         """Exact cosine nearest neighbours (vectors are unit length), best first."""
-        mask = np.isin(self._tier, _codes(tiers))
+        mask = _mask(self._tier, tiers)
         n = int(mask.sum())
         if n == 0 or limit <= 0:
             return []
