@@ -755,6 +755,8 @@ class MemoryEngine:
         lifted by recalls, so what is old and unused goes first; restore brings it back."""
         t = self.settings.temporal
         async with self._lock(scope):
+            if await self.episodic.count(scope, ("longterm",)) <= t.longterm_capacity:
+                return  # the common case, answered without reading the rows
             rows = await self.episodic.scope_rows(scope, ("longterm",))
             excess = len(rows) - t.longterm_capacity
             if excess <= 0:
@@ -800,8 +802,7 @@ class MemoryEngine:
         purged = 0
         for scope in scopes:
             async with self._lock(scope):
-                rows = await self.episodic.scope_rows(scope, ("trash",))
-                old = [r["id"] for r in rows if r["tier_changed_at"] <= cutoff]
+                old = await self.episodic.trashed_before(scope, cutoff)
                 if old:
                     await self.graph.retract(scope, old, purge=True)
                     await self.episodic.delete(old)

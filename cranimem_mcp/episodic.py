@@ -16,7 +16,7 @@ import logging
 import re
 import warnings
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -316,6 +316,12 @@ class EpisodicStore:
         rows = await self.rows(where=scope_filter(scope, tiers), vectors=vectors)
         rows.sort(key=lambda r: (r["created_at"], r.get("turn") or 0))
         return rows
+
+    async def trashed_before(self, scope: str, cutoff: datetime) -> list[str]:
+        """Ids of the scope's trashed memories that went to the trash before ``cutoff``."""
+        stamp = cutoff.astimezone(UTC).isoformat().replace("+00:00", "")
+        where = f"{scope_filter(scope, ('trash',))} AND tier_changed_at <= TIMESTAMP '{stamp}'"
+        return [r["id"] for r in await self.rows(where=where, columns=["id"])]
 
     async def live_rows(self, scope: str, tiers: Iterable[str]) -> list[dict[str, Any]]:
         """The working-set fields of a scope's live memories (:data:`FIELDS`), oldest first."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,17 @@ async def test_trash_past_retention_is_purged_at_consolidation(open_engine):
         report = await engine.consolidate()
         assert report.purged == 1
         assert await engine.episodic.get([m.id]) == []
+
+
+async def test_trash_within_retention_stays_and_only_the_old_is_purged(open_engine):
+    async with open_engine(consolidation={"trash_retention_days": 1.0}) as engine:
+        old = await engine.remember("I am allergic to penicillin.")
+        new = await engine.remember("My sister Ana lives in Lisbon.")
+        await engine.forget(ids=[old.id, new.id])
+        (row,) = await engine.episodic.get([old.id], vectors=True)
+        row["tier_changed_at"] = row["tier_changed_at"] - timedelta(days=1, seconds=1)
+        await engine.episodic.upsert([row])
+        report = await engine.consolidate()
+        assert report.purged == 1
+        assert await engine.episodic.get([old.id]) == []
+        assert [r["tier"] for r in await engine.episodic.get([new.id])] == ["trash"]
