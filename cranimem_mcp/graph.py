@@ -119,7 +119,9 @@ class LinkStats:
 class GraphStore:
     """The RDF knowledge graph with per-memory provenance. All public methods are async."""
 
-    def __init__(self, path: Path | None = None, store: Any = None) -> None:
+    def __init__(
+        self, path: Path | None = None, store: Any = None, memo: bool | None = None
+    ) -> None:
         """``path``: the local journaled store's directory; or ``store``, any object with
         JournaledDataset's small interface (``ds``, ``open``, ``put``, ``drop``, ``commit``,
         ``compact``, ``pending``), e.g. :class:`~cranimem_mcp.sparql.SparqlDataset`."""
@@ -128,6 +130,8 @@ class GraphStore:
         self._lock = anyio.Lock()
         # Reads a recall repeats (a fact's validity, an entity's mentions), remembered until
         # the next commit: the dataset changes only in commit, and we are its only writer.
+        # A shared SPARQL server can change under us (replicas): no memos unless asked.
+        self._memo = store is None if memo is None else memo
         self._memo_validity: dict[Triple, Validity] = {}
         self._memo_mentions: dict[URIRef, int] = {}
         self._memo_labels: dict[URIRef, str] = {}
@@ -181,6 +185,8 @@ class GraphStore:
     def _validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
         """When and by which memories a fact was stated, and when it was ended (a copy:
         callers add unlinked sources to it)."""
+        if not self._memo:
+            return self._read_validity(s, p, o)
         v = self._memo_validity.get((s, p, o))
         if v is None:
             if len(self._memo_validity) >= _MEMO_MAX:
@@ -210,7 +216,7 @@ class GraphStore:
 
     def _mentions(self, node: URIRef) -> int:
         """Active memory graphs that type (so mention) this entity node."""
-        found = self._memo_mentions.get(node)
+        found = self._memo_mentions.get(node) if self._memo else None
         if found is None:
             if len(self._memo_mentions) >= _MEMO_MAX:
                 self._memo_mentions.clear()
@@ -221,7 +227,7 @@ class GraphStore:
         return found
 
     def _label(self, node: URIRef) -> str:
-        found = self._memo_labels.get(node)
+        found = self._memo_labels.get(node) if self._memo else None
         if found is None:
             found = unquote(str(node).rsplit("/", 1)[-1])
             for _s, _p, label, _c in self._ds.quads((node, RDFS.label, None, None)):

@@ -9,7 +9,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 EDGES = {"server", "cli", "eval", "demo"}
 CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval",
-        "linkage", "heuristics", "models", "errors", "state"}  # fmt: skip
+        "linkage", "heuristics", "models", "errors", "state", "working_set",
+        "validation"}  # fmt: skip
 
 
 def internal_imports(path: Path) -> set[str]:

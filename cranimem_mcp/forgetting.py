@@ -1,0 +1,131 @@
+"""Forgetting and restoring: forget moves memories to the trash (restorable) or, hard,
+deletes them with their graph provenance and every old version on disk; restore brings
+trashed memories back, relinking what goes back to long-term memory."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from . import linkage
+from .errors import InvalidInput, NotFound
+from .heuristics import canonical_name
+from .models import ForgetResult, RestoreResult
+from .replay import note_extraction
+from .validation import check_ids, check_scope, check_text, now
+
+if TYPE_CHECKING:
+    from .engine import MemoryEngine
+
+logger = logging.getLogger(__name__)
+
+
+async def forget(
+    engine: MemoryEngine,
+    ids: list[str] | None = None,
+    entity: str | None = None,
+    scope: str = "default",
+    all_in_scope: bool = False,
+    hard: bool = False,
+    dry_run: bool = False,
+) -> ForgetResult:
+    scope = check_scope(scope)
+    ids = check_ids(ids or [])
+    if entity is not None:
+        entity = check_text("entity", entity, 500)
+    if not ids and entity is None and not all_in_scope:
+        raise InvalidInput("say what to forget: ids, an entity, or all_in_scope=true")
+    tiers = ("buffer", "longterm", "trash") if hard else ("buffer", "longterm")
+    async with engine._lock(scope):
+        rows = await engine.episodic.scope_rows(scope, tiers)
+        by_id = {r["id"]: r for r in rows}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise NotFound(f"no memory {missing[0]} in scope {scope!r} (tiers {list(tiers)})")
+        chosen = set(ids)
+        if all_in_scope:
+            chosen |= set(by_id)
+        if entity is not None:
+            chosen |= _mentioning(rows, entity)
+            chosen |= await engine.graph.memories_mentioning(scope, entity) & set(by_id)
+        chosen_rows = [by_id[i] for i in sorted(chosen)]
+        facts = await engine.graph.orphaned_by(scope, sorted(chosen))
+        if dry_run or not chosen_rows:
+            return ForgetResult(
+                forgotten=len(chosen_rows),
+                ids=[r["id"] for r in chosen_rows],
+                facts_removed=facts,
+                hard=hard,
+                dry_run=dry_run,
+            )
+        chosen_ids = [r["id"] for r in chosen_rows]
+        if hard:
+            await engine.graph.retract(scope, chosen_ids, purge=True)
+            await engine.episodic.delete(chosen_ids)
+            await engine.episodic.purge_history()
+        else:
+            await engine.graph.deactivate(scope, chosen_ids)
+            stamp = now()
+            for row in chosen_rows:
+                row.update(
+                    prev_tier=row["tier"],
+                    tier="trash",
+                    tier_changed_at=stamp,
+                    decision_reason="forgotten by request",
+                )
+            full = await engine.episodic.get(chosen_ids, vectors=True)
+            for row in full:
+                row.update({k: by_id[row["id"]][k] for k in (
+                    "prev_tier", "tier", "tier_changed_at", "decision_reason")})  # fmt: skip
+            await engine.episodic.upsert(full)
+    logger.info("forgot %d memories in %s (hard=%s)", len(chosen_ids), scope, hard)
+    return ForgetResult(forgotten=len(chosen_ids), ids=chosen_ids, facts_removed=facts, hard=hard)
+
+
+def _mentioning(rows: list[dict[str, Any]], entity: str) -> set[str]:
+    key = canonical_name(entity)
+    pattern = re.compile(rf"(?<!\w){re.escape(' '.join(entity.split()))}(?!\w)", re.I)
+    return {
+        r["id"]
+        for r in rows
+        if key in {canonical_name(e) for e in r.get("entities") or []}
+        or pattern.search(r["content"])
+    }
+
+
+async def restore(engine: MemoryEngine, ids: list[str], scope: str = "default") -> RestoreResult:
+    """Bring trashed memories back: forgotten ones to the tier they were in, replay-pruned
+    ones to long-term memory (the user overrules the replay decision) and linked."""
+    scope = check_scope(scope)
+    ids = check_ids(ids)
+    if not ids:
+        raise InvalidInput("give the ids to restore")
+    async with engine._lock(scope):
+        rows = await engine.episodic.get(ids, vectors=True)
+        found = {r["id"]: r for r in rows if r["scope"] == scope and r["tier"] == "trash"}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise NotFound(f"no trashed memory {missing[0]} in scope {scope!r}")
+        stamp = now()
+        relink = []
+        for row in found.values():
+            pruned = row.get("decision_reason") != "forgotten by request"
+            target = "longterm" if pruned else (row.get("prev_tier") or "buffer")
+            row.update(
+                tier=target,
+                prev_tier="trash",
+                tier_changed_at=stamp,
+                decision_reason="restored by request",
+            )
+            if target == "longterm":
+                relink.append(row)
+        await engine.graph.activate(scope, [r["id"] for r in relink])
+        for row in relink:
+            if not await engine.graph.has_memory(scope, row["id"]):
+                (extraction,) = await engine.extractor.extract([row["content"]])
+                note_extraction(engine, scope, row["id"], extraction)
+                await engine.graph.put(scope, row["id"], linkage.check(extraction), stamp)
+        await engine.episodic.upsert(list(found.values()))
+        await engine._evict_overflow(scope, engine.settings.episodic.capacity)
+    return RestoreResult(restored=len(found), ids=list(found))
