@@ -1,8 +1,11 @@
-"""Consistency of the two stores: what ``cranimem-mcp check`` reports."""
+"""Consistency of the two stores: what ``cranimem-mcp check`` reports, and the repair
+run at open after a crash."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from . import linkage
 
 if TYPE_CHECKING:
     from .engine import MemoryEngine
@@ -53,3 +56,58 @@ async def check(engine: MemoryEngine) -> list[str]:
             elif kind in ("trash", "trash-ends") and t != "trash":
                 problems.append(f"{t} memory {mid} in {scope} has its graph in the trash")
     return problems
+
+
+async def repair(engine: MemoryEngine) -> list[str]:
+    """Bring the graph back in line with the rows after a crash between the two steps of a
+    forget, prune, restore or purge; returns what was done (empty: nothing to do).
+
+    The rows are the truth, because each of those operations changes the graph first and
+    the row last, and only a changed row means the operation finished: a live memory whose
+    graph is in the trash (forget or prune cut short) gets it back; a trashed memory with an
+    active graph (restore cut short) has it moved to the trash; a graph whose memory is gone
+    is purged; a long-term memory with no graph at all (a hard forget cut short, or a lost
+    graph) is linked again by the heuristic extractor. Duplicate rows are reported by
+    :func:`check`, never changed here."""
+    async with engine._consolidation_lock:
+        rows = await engine.episodic.rows(where=None, columns=["id", "scope", "tier"])
+        graphs = await engine.graph.provenance()
+        tier = {(r["scope"], r["id"]): r["tier"] for r in rows}
+        todo: dict[str, dict[str, set[str]]] = {
+            "activate": {},
+            "deactivate": {},
+            "purge": {},
+            "relink": {},
+        }  # fmt: skip
+        for (scope, kind), ids in graphs.items():
+            for mid in ids:
+                t = tier.get((scope, mid))
+                if t is None:
+                    todo["purge"].setdefault(scope, set()).add(mid)
+                elif kind in ("memory", "ends") and t == "trash":
+                    todo["deactivate"].setdefault(scope, set()).add(mid)
+                elif kind in ("trash", "trash-ends") and t != "trash":
+                    todo["activate"].setdefault(scope, set()).add(mid)
+        for (scope, mid), t in tier.items():
+            linked = mid in graphs.get((scope, "memory"), set()) | graphs.get(
+                (scope, "trash"), set()
+            )
+            if t == "longterm" and not linked:
+                todo["relink"].setdefault(scope, set()).add(mid)
+        done = []
+        for scope, ids in sorted(todo["purge"].items()):
+            await engine.graph.retract(scope, sorted(ids), purge=True)
+            done.append(f"purged the graphs of {len(ids)} deleted memories in {scope}")
+        for scope, ids in sorted(todo["deactivate"].items()):
+            await engine.graph.deactivate(scope, sorted(ids))
+            done.append(f"moved the graphs of {len(ids)} trashed memories in {scope} to the trash")
+        for scope, ids in sorted(todo["activate"].items()):
+            await engine.graph.activate(scope, sorted(ids))
+            done.append(f"restored the graphs of {len(ids)} live memories in {scope}")
+        for scope, ids in sorted(todo["relink"].items()):
+            for row in await engine.episodic.get(sorted(ids)):
+                extraction = linkage.quick(row["content"])
+                observed = row.get("observed_at") or row["created_at"]
+                await engine.graph.put(scope, row["id"], extraction, row["created_at"], observed)
+            done.append(f"linked {len(ids)} long-term memories in {scope} again")
+    return done

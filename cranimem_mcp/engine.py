@@ -109,6 +109,7 @@ class MemoryEngine:
         else:
             self.graph = GraphStore(self.home / "graph")
         self._state_path = self.home / "state.json"
+        self._open_marker = self.home / "open.marker"  # present while open: gone at close
         self._functional = frozenset(settings.temporal.functional_predicates)
         self.state = EngineState()
         self._scope_locks: dict[str, anyio.Lock] = {}
@@ -141,6 +142,10 @@ class MemoryEngine:
         self._check_embedder()
         await self.episodic.open()
         await self.graph.open()
+        if self._open_marker.exists():  # the last process here stopped without closing
+            for line in await consistency.repair(self):
+                logger.warning("repaired after an unclean stop: %s", line)
+        self._open_marker.touch(mode=0o600)
         async with AsyncExitStack() as stack:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.push_async_callback(self.graph.close)
@@ -159,6 +164,7 @@ class MemoryEngine:
         if self._state_dirty:
             self._state_dirty = False
             await self._save_state()
+        self._open_marker.unlink(missing_ok=True)
 
     def _check_embedder(self) -> None:
         """Vector spaces never mix: a store remembers the embedder that filled it."""

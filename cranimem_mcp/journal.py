@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,10 @@ class JournaledDataset:
     def open(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         if self.snapshot.exists():
-            self.ds.parse(self.snapshot, format="nquads")
+            with warnings.catch_warnings():
+                # rdflib 7's Dataset.parse warns about its own deprecated default_context.
+                warnings.filterwarnings("ignore", "Dataset.default_context", DeprecationWarning)
+                self.ds.parse(self.snapshot, format="nquads")
         if self.journal.exists():
             with self.journal.open("r", encoding="utf-8") as fh:
                 for lineno, line in enumerate(fh, 1):

@@ -72,6 +72,39 @@ async def test_check_reports_each_kind_of_disagreement(open_engine):
         assert len(problems) == 3
 
 
+async def test_a_reopen_after_an_unclean_stop_repairs_each_half_done_operation(
+    open_engine, tmp_path
+):
+    """The states a crash between the graph step and the row step of forget, prune, restore
+    and hard forget leaves, each repaired at the next open (the rows say what finished)."""
+    home = tmp_path / "data"
+    settings = {"gating": {"tau_noise": -1.0}, "consolidation": {"tau_consolidation": 0.0}}
+    async with open_engine(home, **settings) as engine:
+        texts = ["Alice works at Acme Robotics in Berlin.", "Bob works at Globex in Lisbon.",
+                 "Chen works at Initech in Quito.", "Dana works at Hooli in Oslo."]  # fmt: skip
+        a, b, c, d = [await engine.remember(t) for t in texts]
+        await engine.consolidate()
+        await engine.forget(ids=[c.id])
+        before = await facts_of(engine)
+        await engine.graph.deactivate("default", [a.id])  # forget cut short: row still live
+        await engine.graph.activate("default", [c.id])  # restore cut short: row still trash
+        await engine.graph.retract("default", [d.id], purge=True)  # hard forget cut short
+        await engine.episodic.delete([b.id])  # b's graph outlives its row
+        assert len(await engine.check()) == 5  # a counts twice (no memory graph, one in trash)
+        (home / "open.marker").touch()  # what a killed process leaves behind
+    async with open_engine(home, **settings) as engine:
+        # A clean close removed the marker: nothing was repaired at this open.
+        assert len(await engine.check()) == 5  # a counts twice (no memory graph, one in trash)
+    (home / "open.marker").touch()
+    async with open_engine(home, **settings) as engine:
+        assert await engine.check() == []
+        after = await facts_of(engine)
+    assert after == {k: v for k, v in before.items() if b.id not in v}
+    assert any(a.id in v for v in after.values()) and any(d.id in v for v in after.values())
+    assert not any(c.id in v for v in after.values())
+    assert not (home / "open.marker").exists()
+
+
 async def test_the_same_content_twice_in_a_scope_is_a_problem(open_engine):
     async with open_engine(gating={"tau_noise": -1.0}) as engine:
         r = await engine.remember("I live in Paris with my partner Alex.")
