@@ -353,6 +353,7 @@ class EpisodicStore:
         return found[0] if found else None
 
     async def count(self, scope: str | None = None, tiers: Iterable[str] | None = None) -> int:
+        tiers = None if tiers is None else tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
             return mirrored.count(tiers or LIVE)
@@ -372,6 +373,7 @@ class EpisodicStore:
     ) -> list[dict[str, Any]]:
         """Vector search by cosine; each row carries ``similarity``. Answered from the
         working set when the scope is mirrored (rows then carry its fields only)."""
+        tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
             return [
@@ -398,6 +400,7 @@ class EpisodicStore:
         half in LanceDB, fused by the same reranker LanceDB's hybrid query uses."""
         where = scope_filter(scope, tiers)
         terms = " ".join(re.findall(r"\w+", text))
+        tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
             return await self._hybrid_mirrored(mirrored, where, vector, terms, tiers, limit)
