@@ -139,14 +139,21 @@ class EmbeddingCache:
         return self._inner.dim
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if missing:
-            for text, vector in zip(missing, await self._inner.embed(missing), strict=True):
-                self._vectors[text] = vector
-            while len(self._vectors) > self._size:
-                self._vectors.popitem(last=False)
-        for t in texts:
-            self._vectors.move_to_end(t)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._vectors[t] for t in texts])
+        # The answer is built from this call's own lookups: inserting the missing texts (or
+        # a concurrent call) may evict cached ones this call also asked for.
+        found: dict[str, np.ndarray] = {}
+        for t in texts:
+            vector = self._vectors.get(t)
+            if vector is not None:
+                self._vectors.move_to_end(t)
+                found[t] = vector
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            for text, vector in zip(missing, await self._inner.embed(missing), strict=True):
+                found[text] = self._vectors[text] = vector
+                self._vectors.move_to_end(text)
+            while len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+        return np.stack([found[t] for t in texts])
