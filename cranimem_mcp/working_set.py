@@ -69,7 +69,8 @@ class ScopeSet:
         self._entries: list[Entry | None] = [None] * capacity
         self._slot: dict[str, int] = {}
         self._by_hash: dict[str, str] = {}
-        self._free: list[int] = list(range(capacity - 1, -1, -1))
+        self._free: list[int] = list(range(capacity - 1, -1, -1))  # lowest slot first
+        self._high = 0  # slots at or above are unused: searches stop there
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -96,6 +97,7 @@ class ScopeSet:
         self._tier[slot] = _CODE[entry.tier]
         self._slot[entry.id] = slot
         self._by_hash[entry.content_hash] = entry.id
+        self._high = max(self._high, slot + 1)
 
     def remove(self, memory_id: str) -> None:
         slot = self._slot.pop(memory_id, None)
@@ -132,11 +134,11 @@ class ScopeSet:
         self, vector: np.ndarray, tiers: Iterable[str], limit: int
     ) -> list[tuple[Entry, float]]:
         """Exact cosine nearest neighbours (vectors are unit length), best first."""
-        mask = _mask(self._tier, tiers)
+        mask = _mask(self._tier[: self._high], tiers)
         n = int(mask.sum())
         if n == 0 or limit <= 0:
             return []
-        sims = self._vectors @ np.asarray(vector, dtype=np.float32)
+        sims = self._vectors[: self._high] @ np.asarray(vector, dtype=np.float32)
         sims[~mask] = -np.inf
         top = np.argpartition(-sims, limit - 1)[:limit] if limit < n else np.flatnonzero(mask)
         top = top[np.argsort(-sims[top], kind="stable")]
