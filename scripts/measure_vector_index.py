@@ -54,8 +54,12 @@ def main(source: Path) -> None:
         "vector", config=IvfPq(distance_type="cosine", num_partitions=128, num_sub_vectors=48)
     )
     print(f"IVF_PQ build: {time.perf_counter() - started:.0f} s")
-    for label, options in (("nprobes 10", {"nprobes": 10}), ("nprobes 32", {"nprobes": 32}),
-                           ("nprobes 32, refine 4", {"nprobes": 32, "refine_factor": 4})):  # fmt: skip
+    variants = {
+        "nprobes 10": {"nprobes": 10},
+        "nprobes 32": {"nprobes": 32},
+        "nprobes 32, refine 4": {"nprobes": 32, "refine_factor": 4},
+    }
+    for label, options in variants.items():
         got = run(f"IVF_PQ {label}", **options)
         overlap = np.mean([len(set(a) & set(b)) / 8 for a, b in zip(got, exact, strict=True)])
         print(f"  top-8 overlap with the exact answer: {overlap:.2f}")
