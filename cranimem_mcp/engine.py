@@ -259,7 +259,7 @@ class MemoryEngine:
                         "tier": "buffer",
                         "content": content,
                         "content_hash": digest,
-                        "vector": vector.tolist(),
+                        "vector": vector,
                         "created_at": stamp,
                         "observed_at": observed,
                         "turn": turn,
