@@ -63,6 +63,11 @@ class RetrievalSettings(_Section):
     k: int = Field(8, ge=1, le=50)
     max_chars: int = Field(4000, ge=200, le=200_000)
     min_score: float = Field(0.1, ge=-1.0, le=1.0)
+    # How the vector and full-text halves of the episodic search are fused: reciprocal rank
+    # ("rrf", LanceDB's default) or a weighted sum of normalised scores ("linear", LanceDB's
+    # LinearCombinationReranker) with this share for the vector half.
+    fusion: Literal["rrf", "linear"] = "rrf"
+    vector_weight: float = Field(0.7, ge=0.0, le=1.0)
     hops: int = Field(2, ge=0, le=3)
     max_facts: int = Field(24, ge=0, le=500)
     graph_resource_max_triples: int = Field(2000, ge=1)

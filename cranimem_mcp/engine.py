@@ -100,6 +100,8 @@ class MemoryEngine:
             self.embedder.dim,
             e.storage_options,
             e.working_set_rows,
+            settings.retrieval.fusion,
+            settings.retrieval.vector_weight,
         )
         if settings.graph.store == "sparql":
             from .sparql import SparqlDataset

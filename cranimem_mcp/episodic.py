@@ -25,7 +25,8 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
-from lancedb.rerankers import RRFReranker
+from lancedb.query import LanceHybridQueryBuilder
+from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
 from .errors import StoreError
 from .models import MEMORY_ID_RE, SCOPE_RE
@@ -36,7 +37,6 @@ logger = logging.getLogger(__name__)
 TABLE = "memories"
 TIERS = ("buffer", "longterm", "trash")
 _HEX_RE = re.compile(r"^[0-9a-f]{16,64}$")
-_RRF = RRFReranker()  # what LanceDB's hybrid query fuses with by default
 
 
 def schema(dim: int) -> pa.Schema:
@@ -113,10 +113,14 @@ class EpisodicStore:
         dim: int,
         storage_options: dict[str, str] | None = None,
         working_set_rows: int = 100_000,
+        fusion: str = "rrf",
+        vector_weight: float = 0.7,
     ) -> None:
         """``path``: a local directory, or any LanceDB URI (``s3://bucket/prefix``, ...)
         with its ``storage_options``. ``working_set_rows`` bounds the in-memory copy of
-        live memories that answers the hot-path questions (0: always ask LanceDB)."""
+        live memories that answers the hot-path questions (0: always ask LanceDB).
+        ``fusion`` ("rrf" or "linear", with ``vector_weight``) picks the LanceDB reranker
+        that fuses the vector and full-text halves of :meth:`hybrid`."""
         self._path = path
         self._dim = dim
         self._storage_options = dict(storage_options or {})
@@ -125,6 +129,9 @@ class EpisodicStore:
         self._lock = anyio.Lock()
         self._ws = WorkingSet(dim, working_set_rows)
         self._schema = schema(dim)
+        self._reranker: Any = (
+            LinearCombinationReranker(vector_weight) if fusion == "linear" else RRFReranker()
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -424,6 +431,7 @@ class EpisodicStore:
                     .vector(vector.tolist())
                     .text(terms)
                     .distance_type("cosine")
+                    .rerank(self._reranker)
                 )
             return query.where(where, prefilter=True).limit(limit).to_list()
 
@@ -452,17 +460,25 @@ class EpisodicStore:
                 query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
                 return query.limit(limit).select(["id", "_score"]).to_list()
 
-            text_ids = [r["id"] for r in await self._run(fts) if r["id"] in mirrored]
+            hits = [r for r in await self._run(fts) if r["id"] in mirrored]
+            text_ids = [r["id"] for r in hits]
+            text_scores = {r["id"]: float(r["_score"]) for r in hits}
         else:  # no words to search for: a vector search, as LanceDB would run it
             return [{**e.row(), "similarity": sim, "fused": sim} for e, sim in near]
-        # RRF ranks by position in each list; the reranker wants integer row ids.
+        # The reranker wants integer row ids, and scores normalised as LanceDB's hybrid
+        # query normalises them (min-max per list) before it fuses.
         ids = list(dict.fromkeys([*(e.id for e, _s in near), *text_ids]))
         number = {memory_id: n for n, memory_id in enumerate(ids)}
-        fused = _RRF.rerank_hybrid(
-            "",
-            pa.table({"_rowid": pa.array([number[e.id] for e, _s in near], pa.uint64())}),
-            pa.table({"_rowid": pa.array([number[i] for i in text_ids], pa.uint64())}),
-        )
+        normalise = LanceHybridQueryBuilder._normalize_scores
+        vector_half = pa.table({
+            "_rowid": pa.array([number[e.id] for e, _s in near], pa.uint64()),
+            "_distance": normalise(pa.array([1.0 - s for _e, s in near], pa.float32())),
+        })  # fmt: skip
+        text_half = pa.table({
+            "_rowid": pa.array([number[i] for i in text_ids], pa.uint64()),
+            "_score": normalise(pa.array([text_scores[i] for i in text_ids], pa.float32())),
+        })  # fmt: skip
+        fused = self._reranker.rerank_hybrid("", vector_half, text_half)
         out = []
         ranked = zip(
             fused["_rowid"].to_pylist(), fused["_relevance_score"].to_pylist(), strict=True
