@@ -702,9 +702,13 @@ class GraphStore:
         g.bind("rel", REL)
         g.bind("e", Namespace(scope_base(scope) + "entity/"))
         prefix = scope_base(scope) + "memory/"
-        for s, p, o, c in self._ds.quads((None, None, None, None)):
-            if len(g) >= max_triples:
-                break
-            if _iri(c).startswith(prefix) and not str(s).startswith(prefix):
-                g.add((s, p, o))
+        # Facts first, then what names and types their entities, up to the bound.
+        for facts in (True, False):
+            for s, p, o, c in self._ds.quads((None, None, None, None)):
+                if len(g) >= max_triples:
+                    break
+                if str(p).startswith(str(REL)) != facts:
+                    continue
+                if _iri(c).startswith(prefix) and not str(s).startswith(prefix):
+                    g.add((s, p, o))
         return g.serialize(format="turtle")

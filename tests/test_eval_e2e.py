@@ -4,6 +4,7 @@ both settings, the results document, the table and the plots."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,23 @@ from cranimem_mcp.embeddings import LocalEmbedder
 from cranimem_mcp.eval.hotpotqa import EvalConfig, run_eval, write_results
 from cranimem_mcp.eval.report import markdown_table, plot_results
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_train100.json"
+
+def _shared_data(name: str) -> Path:
+    """The workplace's evaluation data: beside the checkout (../shared/data, where the repo
+    lives in the workplace), or where CRANIMEM_SHARED_DATA points, or /work/shared/data."""
+    candidates = [
+        Path(__file__).resolve().parents[2] / "shared" / "data",
+        Path("/work/shared/data"),
+    ]
+    if os.environ.get("CRANIMEM_SHARED_DATA"):
+        candidates.insert(0, Path(os.environ["CRANIMEM_SHARED_DATA"]))
+    for directory in candidates:
+        if (directory / name).exists():
+            return directory / name
+    return candidates[0] / name  # the test then fails naming the expected place
+
+
+DATA = _shared_data("hotpotqa_train100.json")
 
 
 @pytest.mark.anyio
