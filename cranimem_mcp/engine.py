@@ -37,13 +37,10 @@ from .heuristics import HeuristicExtractor, HeuristicTagger
 from .llm import Extractor, Tagger
 from .models import (
     BufferInfo,
-    ConsolidationReport,
     Decision,
-    ForgetResult,
     GoalResult,
     RecallResult,
     RememberResult,
-    RestoreResult,
     ScopeStats,
     Stats,
     Utility,
@@ -464,11 +461,8 @@ class MemoryEngine:
 
     # --- replay and consolidation ----------------------------------------------------------
 
-    async def consolidate(
-        self, scope: str | None = None, dry_run: bool = False, trigger: str = "on_demand"
-    ) -> ConsolidationReport:
-        """Replay every buffer item of ``scope`` (or of all scopes): promote or trash."""
-        return await replay.consolidate(self, scope, dry_run, trigger)
+    # Consolidation runs live in replay.py; these functions take the engine as ``self``.
+    consolidate = replay.consolidate
 
     # --- recall ----------------------------------------------------------------------------
 
@@ -595,20 +589,8 @@ class MemoryEngine:
 
     # --- forget and restore ----------------------------------------------------------------
 
-    async def forget(
-        self,
-        ids: list[str] | None = None,
-        entity: str | None = None,
-        scope: str = "default",
-        all_in_scope: bool = False,
-        hard: bool = False,
-        dry_run: bool = False,
-    ) -> ForgetResult:
-        return await forgetting.forget(self, ids, entity, scope, all_in_scope, hard, dry_run)
-
-    async def restore(self, ids: list[str], scope: str = "default") -> RestoreResult:
-        """Bring trashed memories back (see :func:`forgetting.restore`)."""
-        return await forgetting.restore(self, ids, scope)
+    forget = forgetting.forget
+    restore = forgetting.restore
 
     # --- goals and stats -------------------------------------------------------------------
 
@@ -664,10 +646,7 @@ class MemoryEngine:
             counts["pending_reextract"] = pending
         return counts
 
-    async def check(self) -> list[str]:
-        """Check that the two stores agree; returns the problems found (none: empty list).
-        See :func:`consistency.check`."""
-        return await consistency.check(self)
+    check = consistency.check
 
     async def graph_turtle(self, scope: str) -> str:
         scope = check_scope(scope)
