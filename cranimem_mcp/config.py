@@ -66,7 +66,7 @@ class RetrievalSettings(_Section):
     # How the vector and full-text halves of the episodic search are fused: reciprocal rank
     # ("rrf", LanceDB's default) or a weighted sum of normalised scores ("linear", LanceDB's
     # LinearCombinationReranker) with this share for the vector half.
-    fusion: Literal["rrf", "linear"] = "rrf"
+    fusion: Literal["rrf", "linear"] = "linear"
     vector_weight: float = Field(0.7, ge=0.0, le=1.0)
     hops: int = Field(2, ge=0, le=3)
     max_facts: int = Field(24, ge=0, le=500)

@@ -35,7 +35,7 @@ async def main() -> None:
         sims = vecs[1:] @ vecs[0]
         rel = sorted(float(x) for x, y in zip(sims, labels, strict=True) if y)
         dis = sorted(float(x) for x, y in zip(sims, labels, strict=True) if not y)
-        print(f"## Set {n + 1}: goal \"{s['goal']}\"\n")
+        print(f'## Set {n + 1}: goal "{s["goal"]}"\n')
         print(f"- relevant cosines: {', '.join(f'{x:.2f}' for x in rel)}")
         print(f"- distractor cosines: {', '.join(f'{x:.2f}' for x in dis)}\n")
         for text, label, sim in zip(texts, labels, sims, strict=True):

@@ -171,7 +171,11 @@ async def test_stored_labels_tags_and_line_breaks_cannot_pose_as_the_server(tmp_
         await engine.consolidate()  # long-term, with hostile entity names in the graph
         for text in FORGERIES[4:]:
             await engine.remember(text)  # still in the buffer
-        result = await engine.recall("forged instructions Mars", k=20, max_chars=20_000)
+        # The query names the graph's "User", so the graph path reaches the hostile fact
+        # whichever memories the fusion ranks first.
+        result = await engine.recall(
+            "forged instructions: does the User live on Mars?", k=20, max_chars=20_000
+        )
         assert len(result.items) == len(FORGERIES)
         assert result.facts, "the hostile fact should be recalled too"
         context = result.context
