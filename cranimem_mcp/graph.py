@@ -610,6 +610,18 @@ class GraphStore:
                 break
         return list(out.values())
 
+    async def memory_facts(self, scope: str, memory_ids: Iterable[str]) -> list[Fact]:
+        """The facts these memories assert (each once), as :meth:`facts` renders them."""
+        return await self._locked(self._memory_facts_sync, scope, list(memory_ids))
+
+    def _memory_facts_sync(self, scope: str, memory_ids: list[str]) -> list[Fact]:
+        out: dict[Triple, Fact] = {}
+        for memory_id in memory_ids:
+            for triple in self._graph_triples(memory_graph_iri(scope, memory_id)):
+                if triple not in out:
+                    out[triple] = self._fact(triple, self._validity(*triple))
+        return list(out.values())
+
     async def entity_support(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         """For each entity name, how many active memory graphs of the scope mention it."""
         return await self._locked(

@@ -14,9 +14,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import consolidation, linkage
+from .errors import BackendUnavailable
 from .heuristics import HeuristicExtractor, HeuristicTagger, canonical_name
 from .llm import current_meter, metered
 from .models import ConsolidationReport, Decision
+from .retrieval import fact_text
 from .temporal import decay
 from .validation import check_scope, now
 
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
     from .engine import MemoryEngine
 
 logger = logging.getLogger(__name__)
+
+# Facts embedded ahead per consolidation run and scope (the engine's cache keeps 4,096).
+FACTS_EMBEDDED_PER_RUN = 1024
 
 
 async def replay(
@@ -185,6 +190,7 @@ async def _replay_scope(
         return
     ids = {r["id"] for r in rows}
     engine._claimed |= ids
+    linked: list[str] = []
     try:
         promoted = [r for r, d in zip(rows, decisions, strict=True) if d.decision == "promote"]
         # The model call happens outside the scope lock: writes go on meanwhile.
@@ -196,6 +202,7 @@ async def _replay_scope(
             fresh = {r["id"]: r for r in await engine.episodic.get(sorted(ids), vectors=True)
                      if r["tier"] == "buffer"}  # fmt: skip
             keep = [d for d in decisions if d.id in fresh]
+            linked = [d.id for d in keep if d.decision == "promote"]
             await _apply(
                 engine,
                 scope,
@@ -206,6 +213,7 @@ async def _replay_scope(
             )
     finally:
         engine._claimed -= ids
+    await _embed_new_facts(engine, scope, linked)
 
 
 def note_extraction(engine: MemoryEngine, scope: str, memory_id: str, extraction: Any) -> None:
@@ -278,6 +286,21 @@ async def _reextract(
     else:
         engine.state.reextract.pop(scope, None)
     report.reextracted += len(done)
+    await _embed_new_facts(engine, scope, sorted(done))
+
+
+async def _embed_new_facts(engine: MemoryEngine, scope: str, memory_ids: list[str]) -> None:
+    """Embed the facts just linked here, off the read path: a recall scores the facts it
+    reaches by cosine to the query and finds their vectors in the engine's cache instead of
+    embedding them itself. Best effort: a fact the cache lost is embedded by the recall."""
+    if not memory_ids:
+        return
+    facts = await engine.graph.memory_facts(scope, memory_ids)
+    texts = list(dict.fromkeys(fact_text(f) for f in facts))[:FACTS_EMBEDDED_PER_RUN]
+    try:
+        await engine._cached.embed(texts)
+    except BackendUnavailable as exc:
+        logger.info("facts of scope %s not embedded ahead (%s): recall will embed them", scope, exc)
 
 
 async def _prune_longterm(engine: MemoryEngine, scope: str, report: ConsolidationReport) -> None:

@@ -50,3 +50,51 @@ async def test_concurrent_calls_evicting_each_others_texts_both_answer():
         tg.start_soon(call, "two", ["y", "z", "s", "t"])
     for texts, got in results.values():
         assert np.allclose(got, np.stack([inner.vector(t) for t in texts]))
+
+
+class Watching:
+    """The real embedder, noting every text it is asked to embed."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self._inner = inner
+        self.asked: list[str] = []
+
+    @property
+    def id(self) -> str:
+        return self._inner.id
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        self.asked += texts
+        return await self._inner.embed(texts)
+
+
+async def test_consolidation_embeds_the_facts_it_links_so_recall_does_not(tmp_path, minilm):
+    from conftest import make_settings
+
+    from cranimem_mcp.engine import MemoryEngine
+
+    watching = Watching(minilm)
+    settings = make_settings(tmp_path / "d", gating={"tau_noise": -1.0})
+    async with MemoryEngine(settings, embedder=watching, background=False) as engine:
+        for text in [
+            "In 2016 I moved to Lisbon.",
+            "Since 2019 I work at Initech in Lisbon.",
+            "I prefer green tea in the morning.",
+        ]:
+            await engine.remember(text)
+        report = await engine.consolidate()
+        assert report.promoted == 3 and report.triples_added > 0
+        watching.asked.clear()
+        query = "Where do I live and work?"
+        result = await engine.recall(query)
+        assert result.facts, "the graph path should reach the linked facts"
+        assert watching.asked == [query]  # the facts' vectors were computed at linking time
+        # ... and they are the vectors the recall would have computed itself.
+        scores = {f.subject + f.predicate + f.object: f.score for f in result.facts}
+        engine._cached._vectors.clear()
+        again = await engine.recall(query)
+        assert {f.subject + f.predicate + f.object: f.score for f in again.facts} == scores
