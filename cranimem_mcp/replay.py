@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import consolidation, linkage
-from .errors import BackendUnavailable
+from .errors import BackendUnavailable, ModelOutputError
 from .heuristics import HeuristicExtractor, HeuristicTagger, canonical_name
 from .llm import current_meter, metered
 from .models import ConsolidationReport, Decision
@@ -299,7 +299,7 @@ async def _embed_new_facts(engine: MemoryEngine, scope: str, memory_ids: list[st
     texts = list(dict.fromkeys(fact_text(f) for f in facts))[:FACTS_EMBEDDED_PER_RUN]
     try:
         await engine._cached.embed(texts)
-    except BackendUnavailable as exc:
+    except (BackendUnavailable, ModelOutputError) as exc:
         logger.info("facts of scope %s not embedded ahead (%s): recall will embed them", scope, exc)
 
 
