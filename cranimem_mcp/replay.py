@@ -50,6 +50,8 @@ async def replay(
     await _apply(engine, scope, rows, decisions, extractions, report)
     if promoted and engine._llm_extractor:
         await engine._save_state()
+    if promoted and engine._background:  # after the write returns, not on its path
+        engine._spawn(embed_new_facts, engine, scope, [r["id"] for r in promoted])
     return decisions
 
 
@@ -213,7 +215,7 @@ async def _replay_scope(
             )
     finally:
         engine._claimed -= ids
-    await _embed_new_facts(engine, scope, linked)
+    await embed_new_facts(engine, scope, linked)
 
 
 def note_extraction(engine: MemoryEngine, scope: str, memory_id: str, extraction: Any) -> None:
@@ -286,10 +288,10 @@ async def _reextract(
     else:
         engine.state.reextract.pop(scope, None)
     report.reextracted += len(done)
-    await _embed_new_facts(engine, scope, sorted(done))
+    await embed_new_facts(engine, scope, sorted(done))
 
 
-async def _embed_new_facts(engine: MemoryEngine, scope: str, memory_ids: list[str]) -> None:
+async def embed_new_facts(engine: MemoryEngine, scope: str, memory_ids: list[str]) -> None:
     """Embed the facts just linked here, off the read path: a recall scores the facts it
     reaches by cosine to the query and finds their vectors in the engine's cache instead of
     embedding them itself. Best effort: a fact the cache lost is embedded by the recall."""

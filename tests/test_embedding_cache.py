@@ -98,3 +98,27 @@ async def test_consolidation_embeds_the_facts_it_links_so_recall_does_not(tmp_pa
         engine._cached._vectors.clear()
         again = await engine.recall(query)
         assert {f.subject + f.predicate + f.object: f.score for f in again.facts} == scores
+
+
+async def test_a_buffer_overflow_embeds_what_it_links_in_the_background(tmp_path, minilm):
+    from conftest import make_settings
+
+    from cranimem_mcp.engine import MemoryEngine
+
+    watching = Watching(minilm)
+    settings = make_settings(
+        tmp_path / "d",
+        gating={"tau_noise": -1.0},
+        episodic={"capacity": 1},
+        consolidation={"tau_consolidation": 0.0, "every_n_writes": 0},
+    )
+    async with MemoryEngine(settings, embedder=watching, background=True) as engine:
+        await engine.remember("Since 2010 I prefer mint tea.")
+        second = await engine.remember("In 2016 I moved to Lisbon.")  # the first overflows
+        assert [d.decision for d in second.evicted] == ["promote"]
+        await engine.wait_idle()
+        watching.asked.clear()
+        query = "What do I prefer to drink?"
+        result = await engine.recall(query, paths=["graph"])
+        assert [(f.predicate, f.object) for f in result.facts] == [("prefers", "mint tea")]
+        assert watching.asked == [query]
