@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .heuristics import canonical_name
+from .extraction import canonical_name
 from .models import Decision
 
 

@@ -32,8 +32,9 @@ from .config import Settings
 from .embeddings import Embedder, EmbeddingCache, LocalEmbedder
 from .episodic import EpisodicStore
 from .errors import ConfigError, InvalidInput, StoreError
+from .extraction import HeuristicExtractor
 from .graph import GraphStore
-from .heuristics import HeuristicExtractor, HeuristicTagger
+from .heuristics import HeuristicTagger
 from .llm import Extractor, Tagger
 from .models import (
     BufferInfo,

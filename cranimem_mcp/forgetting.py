@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import linkage
 from .errors import InvalidInput, NotFound
-from .heuristics import canonical_name
+from .extraction import canonical_name
 from .models import ForgetResult, RestoreResult
 from .replay import note_extraction
 from .validation import check_ids, check_scope, check_text, now

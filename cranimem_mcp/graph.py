@@ -37,7 +37,7 @@ import anyio
 from rdflib import RDF, RDFS, XSD, BNode, Dataset, Graph, Literal, Namespace, URIRef
 
 from .errors import StoreError
-from .heuristics import canonical_name
+from .extraction import canonical_name
 from .journal import JournaledDataset
 from .models import ENTITY_TYPES, Extraction, Fact, Relation
 from .temporal import Source, Validity

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .extraction import canonical_name, extract_one
 from .graph import predicate_name
-from .heuristics import canonical_name, extract_one
 from .models import ENTITY_TYPES, Entity, Extraction, Relation
 
 

@@ -1,9 +1,10 @@
 """The model protocols of the pipeline: ``Tagger`` (the gate's second look and utility tags,
 paper B.1) and ``Extractor`` (typed entities and relations for the linkage engine, B.4).
 
-Implementations: the heuristic ones in :mod:`cranimem_mcp.heuristics` (no LLM needed) and,
-later, the Ollama ones. Every implementation returns validated pydantic models, so the engine
-never sees a score outside [0, 1] or an untyped entity.
+Implementations: the heuristic ones, no LLM needed (:mod:`cranimem_mcp.heuristics`, the
+tagger; :mod:`cranimem_mcp.extraction`, the extractor), and the Ollama ones. Every
+implementation returns validated pydantic models, so the engine never sees a score outside
+[0, 1] or an untyped entity.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ import ollama
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError
 
 from .errors import BackendUnavailable, ConfigError, ModelOutputError
-from .heuristics import HeuristicExtractor, HeuristicTagger
+from .extraction import HeuristicExtractor
+from .heuristics import HeuristicTagger
 from .llm import current_meter
 from .models import ENTITY_TYPES, Entity, EntityType, Extraction, Judgement, Relation, Tagging
 from .models import Utility as UtilityModel

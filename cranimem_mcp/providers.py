@@ -20,7 +20,8 @@ from typing import Any
 from .config import Settings
 from .embeddings import Embedder, LocalEmbedder
 from .errors import BackendUnavailable, ConfigError
-from .heuristics import HeuristicExtractor, HeuristicTagger
+from .extraction import HeuristicExtractor
+from .heuristics import HeuristicTagger
 from .llm import Extractor, Tagger
 from .ollama import OllamaBackend, OllamaEmbedder, OllamaExtractor, OllamaTagger, has_model
 from .ollama import prompts_dir as find_prompts

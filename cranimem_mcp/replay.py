@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import consolidation, linkage
 from .errors import BackendUnavailable, ModelOutputError
-from .heuristics import HeuristicExtractor, HeuristicTagger, canonical_name
+from .extraction import HeuristicExtractor, canonical_name
+from .heuristics import HeuristicTagger
 from .llm import current_meter, metered
 from .models import ConsolidationReport, Decision
 from .retrieval import fact_text

@@ -28,8 +28,8 @@ from starlette.routing import Route
 
 from .engine import MemoryEngine
 from .errors import CranimemError, InvalidInput, NotFound
+from .extraction import canonical_name
 from .graph import entity_iri
-from .heuristics import canonical_name
 from .models import MEMORY_ID_RE, SCOPE_RE
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 EDGES = {"server", "cli", "eval", "demo"}
 CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval",
-        "linkage", "heuristics", "models", "errors", "state", "working_set",
+        "linkage", "heuristics", "extraction", "models", "errors", "state", "working_set",
         "validation"}  # fmt: skip
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from cranimem_mcp.heuristics import HeuristicExtractor
+from cranimem_mcp.extraction import HeuristicExtractor
 from cranimem_mcp.models import Extraction
 
 pytestmark = pytest.mark.anyio

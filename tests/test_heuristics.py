@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cranimem_mcp.heuristics import HeuristicExtractor, HeuristicTagger, canonical_name
+from cranimem_mcp.extraction import HeuristicExtractor, canonical_name
+from cranimem_mcp.heuristics import HeuristicTagger
 
 pytestmark = pytest.mark.anyio
 GOAL = "Help the user plan their trip to Japan in May"
