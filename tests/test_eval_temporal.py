@@ -32,8 +32,10 @@ def test_first_mentioned_reads_the_context_top_down():
 async def test_time_aware_memory_beats_vanilla_on_changed_facts(minilm, tmp_path):
     from cranimem_mcp.config import load_settings
 
-    results = await run_temporal(load_settings(home=tmp_path / "h"), minilm, tmp_path, n=4)
+    results = await run_temporal(load_settings(home=tmp_path / "h"), minilm, tmp_path, n=8)
     ours, vanilla = results["systems"]["cranimem"], results["systems"]["vanilla"]
-    assert ours["current_accuracy"] >= 0.9
+    # Histories 1 and 6 ask for a drink whose outdated memory is closer to the question
+    # than the current one: read top down, the current value must still come first.
+    assert ours["current_accuracy"] == 1.0
     assert ours["current_accuracy"] > vanilla["current_accuracy"]
     assert ours["as_of_accuracy"] > vanilla["as_of_accuracy"]
