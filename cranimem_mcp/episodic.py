@@ -300,8 +300,24 @@ class EpisodicStore:
         await self._write(run)
 
     async def maintain(self, keep: timedelta = timedelta(hours=1)) -> None:
-        """Compact small fragments, fold new rows into the indexes, drop old versions."""
-        await self._write(lambda: self._table.optimize(cleanup_older_than=keep))
+        """Compact small fragments, fold new rows into the indexes, drop old versions; then
+        open the table afresh (see :meth:`_reopen`)."""
+
+        def run() -> None:
+            self._table.optimize(cleanup_older_than=keep)
+            self._reopen()
+
+        await self._write(run)
+
+    def _reopen(self) -> None:
+        """Swap in a new connection and table handle. Why: LanceDB's handles hold on to
+        native memory with every commit (the 10k soak grew ~0.2 MB per write); a fresh
+        handle lets the old one go. Measured with scripts/measure_rss.py (1,000 writes of
+        the soak's stream): 193 -> 440 MB with one handle, 193 -> 281 MB reopened at every
+        consolidation. Reads in flight keep the old handle until they finish."""
+        db = lancedb.connect(str(self._path), storage_options=self._storage_options or None)
+        table = db.open_table(TABLE)
+        self._db, self._table = db, table
 
     # --- reads -----------------------------------------------------------------------------
 
