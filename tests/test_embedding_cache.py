@@ -57,15 +57,8 @@ class Watching:
 
     def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
         self._inner = inner
+        self.id, self.dim = inner.id, inner.dim
         self.asked: list[str] = []
-
-    @property
-    def id(self) -> str:
-        return self._inner.id
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         self.asked += texts
