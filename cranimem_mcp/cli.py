@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--goal")
     p.add_argument("--source")
     p.add_argument("--tag", action="append", dest="tags", default=[])
+    p.add_argument(
+        "--pin", action="store_true", help="the user asked to remember it: skip the noise gate"
+    )
 
     p = sub.add_parser("recall", help="recall memories and facts for a query")
     _common(p)
@@ -181,8 +184,11 @@ async def _one_shot(args: argparse.Namespace) -> int:
             print(f"exported {counts['memories']} memories and {counts['quads']} quads "
                   f"to {args.out}")  # fmt: skip
         elif cmd == "remember":
-            r = await engine.remember(args.content, args.scope, args.goal, args.source, args.tags)
-            _emit(args, r, f"{r.status} {r.id or ''} (relevance {r.relevance:.3f}): {r.reason}")
+            r = await engine.remember(
+                args.content, args.scope, args.goal, args.source, args.tags, pin=args.pin
+            )
+            redacted = f" [redacted: {', '.join(r.redacted)}]" if r.redacted else ""
+            _emit(args, r, f"{r.status} {r.id or '-'}{redacted}: {r.reason}")
         elif cmd == "recall":
             r = await engine.recall(
                 args.query, args.scope, args.k, args.max_chars, args.paths, args.as_of,

@@ -4,7 +4,8 @@ ReplayScore(m) = BaseUtility(m) * (1 + alpha * FreqBonus(m)). FreqBonus in [0, 1
 repetition: the item's entities mentioned again elsewhere in the buffer or already in the
 graph, exact repeats merged into it, and recalls that returned it, capped at ``freq_cap``.
 Items scoring above tau_consolidation are promoted; the others go to the trash with their
-score and the reason. The decision is a pure function of the rows, so it can be previewed
+score and the reason. A pinned item (the user asked to remember it) is always
+promoted. The decision is a pure function of the rows, so it can be previewed
 (``dry_run``) and re-run after a crash with the same outcome.
 """
 
@@ -62,7 +63,9 @@ def decide(
             f"base {base:.3f} x (1 + {params.alpha:g} x bonus {bonus:.2f} "
             f"[entity repeats {repeats}, merges {merges}, recalls {accesses}]) = {score:.3f}"
         )
-        if score > params.tau_consolidation:
+        if row.get("pinned"):
+            decision, reason = "promote", f"pinned ({detail})"
+        elif score > params.tau_consolidation:
             decision, reason = "promote", f"{detail} > tau {params.tau_consolidation:.3f}"
         else:
             decision, reason = "trash", f"{detail} <= tau {params.tau_consolidation:.3f}"

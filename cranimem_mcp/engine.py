@@ -27,8 +27,9 @@ from typing import Any
 import anyio
 import numpy as np
 
-from . import consistency, forgetting, gating, linkage, replay, retrieval
+from . import consistency, forgetting, gating, linkage, redaction, replay, retrieval
 from .config import Settings
+from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache, LocalEmbedder
 from .episodic import EpisodicStore
 from .errors import ConfigError, InvalidInput, StoreError
@@ -111,6 +112,7 @@ class MemoryEngine:
         self._state_path = self.home / "state.json"
         self._open_marker = self.home / "open.marker"  # present while open: gone at close
         self._functional = frozenset(settings.temporal.functional_predicates)
+        self._durable = self._default_gate()
         self.state = EngineState()
         self._scope_locks: dict[str, anyio.Lock] = {}
         self._consolidation_lock = anyio.Lock()
@@ -166,6 +168,22 @@ class MemoryEngine:
             await self._save_state()
         self._open_marker.unlink(missing_ok=True)
 
+    def _default_gate(self) -> DurableClassifier | None:
+        """The default gate's classifier, if it was trained in this embedder's vector space."""
+        if not self.settings.gating.default_gate:
+            return None
+        classifier = DurableClassifier.load()
+        if classifier.fits(self.embedder.id, self.embedder.dim):
+            self._model_notes.setdefault("default_gate", f"classifier over {classifier.embedder}")
+            return classifier
+        note = (
+            f"trained for {classifier.embedder}, not {self.embedder.id}: scopes without a goal "
+            "use cosine to the default goal with the second look"
+        )
+        logger.warning("default gate off: %s", note)
+        self._model_notes["default_gate"] = "off: " + note
+        return None
+
     def _check_embedder(self) -> None:
         """Vector spaces never mix: a store remembers the embedder that filled it."""
         current = {"id": self.embedder.id, "dim": self.embedder.dim}
@@ -216,30 +234,42 @@ class MemoryEngine:
         goal: str | None = None,
         source: str | None = None,
         tags: list[str] | None = None,
+        pin: bool = False,
     ) -> RememberResult:
         content = check_text("content", content, MAX_CONTENT)
         scope = check_scope(scope)
-        goal = check_text("goal", goal, 2000) if goal is not None else self.goal_of(scope)
+        goal = check_text("goal", goal, 2000) if goal is not None else None
         source = check_text("source", source, 200) if source is not None else None
         tags = [check_text("tag", t, 64) for t in (tags or [])]
         if len(tags) > MAX_TAGS:
             raise InvalidInput(f"at most {MAX_TAGS} tags")
         capacity = self.settings.episodic.capacity
+        # The secrets guard comes before everything else, pin included: from here on no
+        # credential is embedded, logged, stored or sent to a model.
+        guarded = [redaction.redact(t) for t in (content, goal or "", source or "", *tags)]
+        found = [label for g in guarded for label in g.found]
+        if found and self.settings.gating.secrets == "reject":
+            return await self._refuse_secret(scope, found)
+        content, goal_text, source_text, *tags = (g.text for g in guarded)
+        goal = goal_text if goal is not None else self.goal_of(scope)
+        source = source_text if source is not None else None
+        if found:
+            logger.info("redacted %d credential(s) from a write to %s", len(found), scope)
         digest = content_hash(content)
 
         # The duplicate check, embedding, gate and tags run outside the scope lock, so a slow
         # model call never holds up other writes; the lock covers check-again-and-insert.
         prepared = None
         if await self.episodic.find_hash(scope, digest) is None:
-            prepared = await self._prepare(content, scope, goal)
+            prepared = await self._prepare(content, scope, goal, pin, found)
             if isinstance(prepared, RememberResult):
                 return prepared
         async with self._lock(scope):
             existing = await self.episodic.find_hash(scope, digest)
             if existing is not None:
-                return await self._merge(existing, scope, tags, capacity)
+                return await self._merge(existing, scope, tags, capacity, pin, found)
             if prepared is None:  # the duplicate went away meanwhile (forgotten): start over
-                prepared = await self._prepare(content, scope, goal)
+                prepared = await self._prepare(content, scope, goal, pin, found)
                 if isinstance(prepared, RememberResult):
                     return prepared
             vector, rel, decision, tagging = prepared
@@ -281,6 +311,7 @@ class MemoryEngine:
                         "decision_reason": None,
                         "prev_tier": None,
                         "tier_changed_at": stamp,
+                        "pinned": pin,
                     }
                 ]
             )
@@ -303,7 +334,11 @@ class MemoryEngine:
             status="stored",
             id=memory_id,
             relevance=round(rel, 4),
-            threshold=self.settings.gating.tau_noise,
+            threshold=decision.threshold,
+            gate=decision.stage,
+            durability=decision.durability,
+            pinned=pin,
+            redacted=found,
             utility=utility,
             entities=entities,
             tagged_by=tagging.tagged_by,
@@ -331,7 +366,7 @@ class MemoryEngine:
         return out
 
     async def _prepare(
-        self, content: str, scope: str, goal: str
+        self, content: str, scope: str, goal: str, pin: bool, redacted: list[str]
     ) -> RememberResult | tuple[np.ndarray, float, gating.GateDecision, Any]:
         """Embed, gate and tag a write: a rejected result, or what the insert needs."""
         vectors = await self.embedder.embed([content])
@@ -340,6 +375,9 @@ class MemoryEngine:
         near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)
         nearest = near[0]["similarity"] if near else -1.0
         g = self.settings.gating
+        durability = None
+        if self._durable is not None and goal == g.default_goal and not pin:
+            durability = self._durable.judge(vector, content, g.tau_durable)
         decision = await gating.gate(
             content,
             goal,
@@ -349,6 +387,9 @@ class MemoryEngine:
             tau_context=g.tau_context,
             second_look=g.second_look,
             tagger=self.tagger,
+            durability=durability,
+            band=g.durable_band,
+            pin=pin,
         )
         if not decision.keep:
             self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
@@ -358,22 +399,59 @@ class MemoryEngine:
             return RememberResult(
                 status="rejected",
                 relevance=round(rel, 4),
-                threshold=g.tau_noise,
+                threshold=decision.threshold,
+                gate=decision.stage,
+                durability=decision.durability,
+                redacted=redacted,
                 reason=decision.reason,
                 buffer=BufferInfo(size=size, capacity=self.settings.episodic.capacity),
                 scope=scope,
             )
         # Surprise is novelty: 1 - the closest stored memory's similarity (paper B.1).
         tagging = await self.tagger.tag(content, goal, 1.0 - max(0.0, nearest))
+        if pin:  # the user asked for it: top importance (paper B.1's importance signal)
+            u = tagging.utility
+            tagging = tagging.model_copy(update={"utility": Utility.of(1.0, u.surprise, u.emotion)})
         return vector, rel, decision, tagging
 
+    async def _refuse_secret(self, scope: str, found: list[str]) -> RememberResult:
+        """``gating.secrets = "reject"``: a write holding a credential is not stored."""
+        self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
+        self._save_state_soon()
+        kinds = ", ".join(dict.fromkeys(found))
+        return RememberResult(
+            status="rejected",
+            relevance=0.0,
+            threshold=0.0,
+            gate="secrets",
+            redacted=found,
+            reason=f"it holds a credential ({kinds}), and this server rejects credentials "
+            "(gating.secrets = reject). Store what matters without the value, e.g. "
+            "'the user has a GitHub token for the CI'.",
+            buffer=BufferInfo(
+                size=await self.episodic.count(scope, ("buffer",)),
+                capacity=self.settings.episodic.capacity,
+            ),
+            scope=scope,
+        )
+
     async def _merge(
-        self, row: dict[str, Any], scope: str, tags: list[str], capacity: int
+        self,
+        row: dict[str, Any],
+        scope: str,
+        tags: list[str],
+        capacity: int,
+        pin: bool,
+        redacted: list[str],
     ) -> RememberResult:
-        """An exact repeat strengthens the memory it repeats instead of storing a copy."""
+        """An exact repeat strengthens the memory it repeats instead of storing a copy; a
+        pinned repeat pins it."""
         row["frequency"] = int(row.get("frequency") or 1) + 1
         row["tags"] = list(dict.fromkeys([*(row.get("tags") or []), *tags]))
         row["last_access"] = now()
+        if pin and not row.get("pinned"):
+            u = Utility.of(1.0, row["surprise"], row["emotion"])
+            row.update(pinned=True, importance=u.importance, base_utility=u.base)
         await self.episodic.upsert([row])
         size = await self.episodic.count(scope, ("buffer",))
         self._note_write(scope)
@@ -382,6 +460,9 @@ class MemoryEngine:
             id=row["id"],
             relevance=round(float(row.get("relevance") or 0.0), 4),
             threshold=self.settings.gating.tau_noise,
+            gate="merge",
+            pinned=bool(row.get("pinned")),
+            redacted=redacted,
             utility=Utility(
                 importance=row["importance"],
                 surprise=row["surprise"],
@@ -596,7 +677,8 @@ class MemoryEngine:
     # --- goals and stats -------------------------------------------------------------------
 
     async def set_goal(self, goal: str, scope: str = "default") -> GoalResult:
-        goal = check_text("goal", goal, 2000)
+        # A goal is saved in state.json: a credential in it is replaced as in a memory.
+        goal = redaction.redact(check_text("goal", goal, 2000)).text
         scope = check_scope(scope)
         self.state.goals[scope] = goal
         await self._save_state()

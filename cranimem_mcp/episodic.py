@@ -70,6 +70,7 @@ def schema(dim: int) -> pa.Schema:
             pa.field("decision_reason", pa.string()),
             pa.field("prev_tier", pa.string()),
             pa.field("tier_changed_at", ts),
+            pa.field("pinned", pa.bool_()),
         ]
     )
 
@@ -151,6 +152,7 @@ class EpisodicStore:
                         f"the episodic table holds {width}-d vectors, the embedder gives "
                         f"{self._dim}-d"
                     )
+                self._add_missing_columns()
             else:
                 self._table = self._db.create_table(TABLE, schema=schema(self._dim))
             if not any(ix.index_type == "FTS" for ix in self._table.list_indices()):
@@ -160,6 +162,14 @@ class EpisodicStore:
             raise
         except Exception as exc:  # lance raises bare OSError/RuntimeError/ValueError
             raise StoreError(f"cannot open the episodic store at {self._path}: {exc}") from exc
+
+    def _add_missing_columns(self) -> None:
+        """A table made by an older version gets the columns added since (as nulls)."""
+        have = set(self._table.schema.names)
+        missing = [f for f in self._schema if f.name not in have]
+        if missing:
+            logger.info("adding columns %s to the episodic table", [f.name for f in missing])
+            self._table.add_columns(missing)
 
     def _ensure_scalar_indexes(self) -> None:
         """Every hot-path filter (``id IN``, ``content_hash =``, ``scope =``, ``tier IN``) has a

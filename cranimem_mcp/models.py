@@ -73,6 +73,7 @@ class Judgement(BaseModel):
     keep: bool
     kind: Literal["constraint", "preference", "plan", "command", "goal_change", "fact", "noise"]
     reason: str
+    judged_by: str = Field("heuristic", description="Who judged: a model, or the heuristics")
 
 
 class Entity(BaseModel):
@@ -103,8 +104,23 @@ class BufferInfo(BaseModel):
 class RememberResult(BaseModel):
     status: Literal["stored", "merged", "rejected"]
     id: str | None = Field(None, description="The memory's id for its whole life; null if rejected")
-    relevance: float
-    threshold: float
+    relevance: float = Field(description="Cosine similarity to the scope's goal")
+    threshold: float = Field(description="The threshold the deciding stage compared against")
+    gate: str | None = Field(
+        None,
+        description="The stage that decided: similarity, context, second_look, durable "
+        "(the default gate of a scope without its own goal), pin, secrets",
+    )
+    durability: float | None = Field(
+        None, description="Default gate: the probability that the write is durable"
+    )
+    pinned: bool = Field(
+        False, description="Pinned: kept whatever its score; replay never prunes it"
+    )
+    redacted: list[str] = Field(
+        default=[],
+        description="Kinds of credential replaced by a placeholder before storing (never values)",
+    )
     utility: Utility | None = None
     entities: list[str] = []
     tagged_by: str | None = None

@@ -401,7 +401,9 @@ class OllamaTagger:
             messages = self._judge.messages(goal=goal, content=content)
             try:
                 reply = await ask(self.backend, self.model, messages, JudgeReply)
-                return Judgement(keep=reply.keep, kind=reply.kind, reason=reply.reason)
+                return Judgement(
+                    keep=reply.keep, kind=reply.kind, reason=reply.reason, judged_by=self.name
+                )
             except (BackendUnavailable, ModelOutputError) as exc:
                 reason = str(exc)
         _note_fallback(self.backend.usage, "judge", self.model, reason)

@@ -140,9 +140,16 @@ class RemoteEngine:
         goal: str | None = None,
         source: str | None = None,
         tags: list[str] | None = None,
+        pin: bool = False,
     ) -> Any:
         return await self._rpc(
-            "remember", content=content, scope=scope, goal=goal, source=source, tags=tags
+            "remember",
+            content=content,
+            scope=scope,
+            goal=goal,
+            source=source,
+            tags=tags,
+            pin=pin,
         )
 
     async def recall(

@@ -309,13 +309,16 @@ async def embed_new_facts(engine: MemoryEngine, scope: str, memory_ids: list[str
 async def _prune_longterm(engine: MemoryEngine, scope: str, report: ConsolidationReport) -> None:
     """Keep long-term memory bounded: past ``longterm_capacity`` the weakest go to the
     trash. Weight = BaseUtility x decay(time since last written, merged or recalled),
-    lifted by recalls, so what is old and unused goes first; restore brings it back."""
+    lifted by recalls, so what is old and unused goes first; restore brings it back. Pinned
+    memories are never pruned (so pinning more than the bound lets it grow)."""
     t = engine.settings.temporal
     async with engine._lock(scope):
         if await engine.episodic.count(scope, ("longterm",)) <= t.longterm_capacity:
             return  # the common case, answered without reading the rows
         rows = await engine.episodic.scope_rows(scope, ("longterm",))
         excess = len(rows) - t.longterm_capacity
+        rows = [r for r in rows if not r.get("pinned")]  # pinned: forget only, never decay
+        excess = min(excess, len(rows))
         if excess <= 0:
             return
         clock = now()

@@ -155,18 +155,32 @@ def build_server(settings: Settings, engine: Any = None) -> MCPServer:
         goal: Annotated[str | None, Field(max_length=2000)] = None,
         source: Annotated[str | None, Field(max_length=200)] = None,
         tags: Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=32)] = [],  # noqa: B006
+        pin: Annotated[
+            bool,
+            Field(
+                description="true when the user explicitly asked you to remember this: it "
+                "skips the noise gate and is never pruned by consolidation"
+            ),
+        ] = False,
     ) -> RememberResult:
         """Store something worth remembering about the user or their work: a fact, preference,
         constraint, plan or decision, ideally one per call and in the user's own words.
 
-        The write is gated against the scope's goal: off-goal chatter is rejected (status
-        "rejected", with relevance, threshold and reason), an exact repeat strengthens the
-        existing memory (status "merged"), anything else is stored in the recent buffer
-        (status "stored") with utility scores. Keep the returned id: it names the memory for
-        `forget` and `restore`. `goal` overrides the scope's goal for this write only.
-        If the write changes a single-valued fact (a move, a new job, a changed preference),
-        `superseded` lists the old facts it ended: confirm the change with the user."""
-        return await _call(_engine(ctx).remember(content, in_scope, goal, source, list(tags)))
+        The write is gated: chatter, your own narration, tool output, passing status and
+        general knowledge are rejected (status "rejected", with the reason), an exact repeat
+        strengthens the existing memory (status "merged"), anything else is stored in the
+        recent buffer (status "stored") with utility scores. Set `pin=true` only when the
+        user asked you to remember something ("remember that ...", "don't forget ..."), or to
+        insist after a rejection the user disagrees with. Credentials (keys, tokens,
+        passwords, PINs) are never stored: they are replaced by a placeholder such as
+        [redacted GitHub token] and `redacted` names what was replaced. Keep the returned id:
+        it names the memory for `forget` and `restore`. `goal` overrides the scope's goal for
+        this write only. If the write changes a single-valued fact (a move, a new job, a
+        changed preference), `superseded` lists the old facts it ended: confirm the change
+        with the user."""
+        return await _call(
+            _engine(ctx).remember(content, in_scope, goal, source, list(tags), pin=pin)
+        )
 
     @mcp.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True))
     async def recall(
