@@ -100,7 +100,9 @@ async def test_parallel_tool_calls_lose_and_duplicate_nothing(open_engine):
     from cranimem_mcp.server import build_server
 
     texts = [f"I visited the city number {i} called Testville{i} in May." for i in range(24)]
-    async with open_engine(gating={"tau_noise": -1.0}, episodic={"capacity": 10}) as engine:
+    async with open_engine(
+        gating={"tau_noise": -1.0, "default_gate": False}, episodic={"capacity": 10}
+    ) as engine:
         async with Client(build_server(engine.settings, engine=engine), cache=None) as client:
             results = {}
 

@@ -71,7 +71,7 @@ async def test_consolidation_embeds_the_facts_it_links_so_recall_does_not(tmp_pa
     from cranimem_mcp.engine import MemoryEngine
 
     watching = Watching(minilm)
-    settings = make_settings(tmp_path / "d", gating={"tau_noise": -1.0})
+    settings = make_settings(tmp_path / "d", gating={"tau_noise": -1.0, "default_gate": False})
     async with MemoryEngine(settings, embedder=watching, background=False) as engine:
         for text in [
             "In 2016 I moved to Lisbon.",
@@ -101,7 +101,7 @@ async def test_a_buffer_overflow_embeds_what_it_links_in_the_background(tmp_path
     watching = Watching(minilm)
     settings = make_settings(
         tmp_path / "d",
-        gating={"tau_noise": -1.0},
+        gating={"tau_noise": -1.0, "default_gate": False},
         episodic={"capacity": 1},
         consolidation={"tau_consolidation": 0.0, "every_n_writes": 0},
     )

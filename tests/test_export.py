@@ -49,7 +49,9 @@ def summary(result) -> tuple:
 
 async def test_export_then_import_gives_the_same_recall(open_engine, tmp_path):
     out = tmp_path / "export"
-    async with open_engine(home=tmp_path / "a", gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(
+        home=tmp_path / "a", gating={"tau_noise": -1.0, "default_gate": False}
+    ) as engine:
         ids = await fill(engine)
         counts = await export(engine, out)
         before = [summary(await engine.recall(q, scope=s)) for q, s in QUERIES]
@@ -75,7 +77,9 @@ async def test_export_then_import_gives_the_same_recall(open_engine, tmp_path):
     assert g.value(graph_iri, VOCAB.assertedAt) is not None
     assert str(g.value(graph_iri, VOCAB.memory)) == alice
 
-    async with open_engine(home=tmp_path / "b", gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(
+        home=tmp_path / "b", gating={"tau_noise": -1.0, "default_gate": False}
+    ) as engine:
         imported = await import_into(engine, out)
         assert imported == counts
         after = [summary(await engine.recall(q, scope=s)) for q, s in QUERIES]

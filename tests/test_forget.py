@@ -27,7 +27,7 @@ def files_containing(root: Path, needle: str) -> list[str]:
 
 
 async def test_forgetting_a_memory_retracts_its_facts_but_keeps_shared_ones(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         a = await engine.remember("Alice works at Acme Robotics.")
         b = await engine.remember(
             "Alice works at Acme Robotics, and Acme Robotics is based in Berlin."
@@ -59,7 +59,7 @@ async def test_forgetting_a_memory_retracts_its_facts_but_keeps_shared_ones(open
 
 
 async def test_forget_by_entity_takes_every_memory_that_mentions_it(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         a = await engine.remember("Kenji works at Hoshino Resorts.")
         b = await engine.remember("I am meeting kenji in Tokyo on May 5th.")
         c = await engine.remember("I prefer window seats on trains.")
@@ -76,7 +76,7 @@ async def test_forget_by_entity_takes_every_memory_that_mentions_it(open_engine)
 
 
 async def test_forget_whole_scope_and_restore(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         ids = [(await engine.remember(t, scope="proj")).id for t in ("I use Rust.", "I use tokio.")]
         await engine.remember("I live in Paris.", scope="home")
         result = await engine.forget(scope="proj", all_in_scope=True)
@@ -91,7 +91,7 @@ async def test_forget_whole_scope_and_restore(open_engine):
 
 async def test_hard_forget_leaves_no_copy_on_disk(open_engine, tmp_path):
     canary = "Zyxwv" + uuid.uuid4().hex[:12]
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         keep = await engine.remember("I live in Paris with my partner Alex.")
         secret = await engine.remember(
             f"My locker code at Acme Robotics is {canary}, Sam knows it."

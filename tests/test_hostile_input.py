@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from cranimem_mcp.errors import InvalidInput, NotFound
 from cranimem_mcp.graph import entity_iri
+from cranimem_mcp.redaction import redact
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +55,9 @@ async def snapshot(engine) -> list:
 @SETTINGS
 @given(content=text_strategy)
 async def test_any_content_is_stored_verbatim_or_refused_cleanly(open_engine, tmp_path, content):
-    async with open_engine(home=fresh(tmp_path), gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(
+        home=fresh(tmp_path), gating={"tau_noise": -1.0, "default_gate": False}
+    ) as engine:
         try:
             result = await engine.remember(content)
         except InvalidInput:
@@ -62,7 +65,7 @@ async def test_any_content_is_stored_verbatim_or_refused_cleanly(open_engine, tm
             assert await snapshot(engine) == []
             return
         (row,) = await engine.episodic.get([result.id])
-        assert row["content"] == content.strip()
+        assert row["content"] == redact(content.strip()).text  # credentials never verbatim
         recalled = await engine.recall(content)
         assert result.id in {it.id for it in recalled.items}
         body = recalled.context.splitlines()[1:-1]
@@ -90,7 +93,9 @@ async def test_any_scope_is_validated(open_engine, tmp_path, scope):
 async def test_forget_with_hostile_entities_and_ids_changes_nothing_it_should_not(
     open_engine, tmp_path, entity, ids
 ):
-    async with open_engine(home=fresh(tmp_path), gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(
+        home=fresh(tmp_path), gating={"tau_noise": -1.0, "default_gate": False}
+    ) as engine:
         kept = await engine.remember("Alice works at Acme Robotics in Berlin.")
         await engine.consolidate()
         before = await snapshot(engine)

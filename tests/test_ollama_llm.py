@@ -67,7 +67,9 @@ async def test_extracted_facts_land_in_the_graph_with_provenance(backend, tmp_pa
     extractor = OllamaExtractor(backend, CHAT_NAME, prompts_dir(), batch_size=4)
     # This test is about extraction: admit the write and promote it whatever its scores.
     settings = make_settings(
-        tmp_path / "data", gating={"tau_noise": -1.0}, consolidation={"tau_consolidation": 0.0}
+        tmp_path / "data",
+        gating={"tau_noise": -1.0, "default_gate": False},
+        consolidation={"tau_consolidation": 0.0},
     )
     text = "Maria Lopez works at Acme Robotics in Berlin. She leads the Atlas project."
     async with MemoryEngine(

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_everything_survives_closing_and_reopening(open_engine, tmp_path):
     home = tmp_path / "data"
-    async with open_engine(home=home, gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(home=home, gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         await engine.set_goal("Help the user with their colleagues and companies", scope="work")
         a = await engine.remember("Alice works at Acme Robotics.", scope="work")
         b = await engine.remember("Acme Robotics is based in Berlin.", scope="work")
@@ -24,7 +24,7 @@ async def test_everything_survives_closing_and_reopening(open_engine, tmp_path):
         await engine.remember("NASA released new photos today.", scope="work", goal="x" * 5)
         before = await engine.stats()
         recall_before = await engine.recall("Where is Alice's company based?", scope="work")
-    async with open_engine(home=home, gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(home=home, gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         after = await engine.stats()
         assert after.scopes == before.scopes
         assert engine.goal_of("work") == "Help the user with their colleagues and companies"

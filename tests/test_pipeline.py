@@ -99,7 +99,7 @@ def test_repeated_entity_raises_the_replay_score():
 async def test_entity_repeated_across_the_buffer_raises_the_score_in_a_real_replay(open_engine):
     # The gate is not under test here: let every write in.
     async with open_engine(
-        consolidation={"tau_consolidation": 0.33}, gating={"tau_noise": -1.0}
+        consolidation={"tau_consolidation": 0.33}, gating={"tau_noise": -1.0, "default_gate": False}
     ) as engine:
         a = await engine.remember("Hoshino Resorts is based in Karuizawa.")
         dry = await engine.consolidate("default", dry_run=True)

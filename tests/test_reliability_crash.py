@@ -54,7 +54,7 @@ async def facts_of(engine, scope="default") -> dict:
 
 async def test_check_reports_each_kind_of_disagreement(open_engine):
     async with open_engine(
-        gating={"tau_noise": -1.0}, consolidation={"tau_consolidation": 0.0}
+        gating={"tau_noise": -1.0, "default_gate": False}, consolidation={"tau_consolidation": 0.0}
     ) as engine:
         a = await engine.remember("Alice works at Acme Robotics in Berlin.")
         b = await engine.remember("Bob works at Globex in Lisbon.")
@@ -106,7 +106,7 @@ async def test_a_reopen_after_an_unclean_stop_repairs_each_half_done_operation(
 
 
 async def test_the_same_content_twice_in_a_scope_is_a_problem(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         r = await engine.remember("I live in Paris with my partner Alex.")
         (row,) = await engine.episodic.get([r.id], vectors=True)
         await engine.episodic.add([{**row, "id": "m_" + "f" * 20}])
@@ -119,7 +119,7 @@ async def test_consolidation_rerun_after_a_crash_counts_no_fact_twice(open_engin
     the buffer with its graph in place; the next consolidation re-links it. Support must
     not grow: a fact is reinforced by distinct memories, never by the same one twice."""
     async with open_engine(
-        gating={"tau_noise": -1.0}, consolidation={"tau_consolidation": 0.0}
+        gating={"tau_noise": -1.0, "default_gate": False}, consolidation={"tau_consolidation": 0.0}
     ) as engine:
         ids = [
             (await engine.remember(text)).id

@@ -76,7 +76,7 @@ async def test_writes_are_acknowledged_in_time_and_retagged_after_recovery(
     backend = OllamaBackend(fake.host, timeout=TIMEOUT, cooldown=COOLDOWN)
     settings = make_settings(
         tmp_path / "d",
-        gating={"tau_noise": -1.0},
+        gating={"tau_noise": -1.0, "default_gate": False},
         episodic={"capacity": max(200, WRITES)},
         consolidation={"tau_consolidation": 0.0},
         ollama={"max_calls_per_consolidation": 10_000},

@@ -80,7 +80,7 @@ async def snapshot(engine: MemoryEngine) -> tuple:
 
 @asynccontextmanager
 async def served(home, minilm):
-    settings_ = make_settings(home, gating={"tau_noise": -1.0})
+    settings_ = make_settings(home, gating={"tau_noise": -1.0, "default_gate": False})
     async with MemoryEngine(settings_, embedder=minilm, background=False) as engine:
         async with Client(build_server(settings_, engine=engine), cache=None) as client:
             for text in ("Alice works at Acme Robotics in Berlin.", "I am allergic to penicillin."):
@@ -155,7 +155,7 @@ def test_ten_megabyte_strings_are_refused_in_every_text_parameter(tmp_path, mini
 async def test_lone_surrogates_are_refused_by_the_engine(open_engine):
     """What the command line passes for invalid UTF-8 (Python's surrogateescape) and what a
     JSON "\\ud800" escape decodes to: not text we can store, refused before any write."""
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         await engine.remember("I am allergic to penicillin.")
         before = await snapshot(engine)
         for bad in SURROGATES:

@@ -108,7 +108,7 @@ async def test_killing_the_owner_loses_no_acknowledged_write(tmp_path, open_engi
     maybe: list[str] = []
     async with Client(serve_params(home), cache=None) as b_starter:
         # A first process owns the directory (its client is this one) ...
-        acked.append(await remember(b_starter, "The owner process stored this first."))
+        acked.append(await remember(b_starter, "The user's neighbour Lambda lives in Oslo."))
         owner = read_owner_info(home)
         assert owner is not None
         # ... a second one bridges to it, and keeps writing while the owner is killed.

@@ -40,7 +40,7 @@ async def ids(client, query, **args) -> set[str]:
 
 
 async def test_sessions_with_roots_get_their_own_scope(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         server = build_server(engine.settings, engine=engine)
         async with (
             Client(server, cache=None, list_roots_callback=roots(ALPHA)) as alpha,

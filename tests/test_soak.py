@@ -26,7 +26,7 @@ async def test_a_long_write_stream_stays_within_every_bound(open_engine):
     rng = random.Random(0)
     capacity, longterm_cap, budget = 10, 60, 600
     async with open_engine(
-        gating={"tau_noise": -1.0},
+        gating={"tau_noise": -1.0, "default_gate": False},
         episodic={"capacity": capacity},
         consolidation={"every_n_writes": 25, "trash_retention_days": 0.0},
         temporal={"longterm_capacity": longterm_cap},

@@ -80,7 +80,7 @@ def open_engine(tmp_path: Path, minilm, oxigraph) -> Any:
 
 
 async def test_the_graph_lives_in_the_server_not_on_disk(open_engine, oxigraph, tmp_path):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         await engine.remember("Alice works at Acme Robotics.")
         await engine.consolidate()
         facts = await engine.graph.count_facts()

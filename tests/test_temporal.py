@@ -19,7 +19,7 @@ def triples(facts, current_only=False):
 
 
 async def test_a_move_supersedes_the_old_home_and_keeps_it(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         paris = await engine.remember("I live in Paris.", goal=LIFE)
         await engine.consolidate()
         between = datetime.now(UTC)
@@ -46,7 +46,7 @@ async def test_a_move_supersedes_the_old_home_and_keeps_it(open_engine):
 
 
 async def test_job_change_and_changed_preference(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         await engine.remember("I work at Acme Robotics.", goal=LIFE)
         await engine.remember("I prefer tea in the morning.", goal=LIFE)
         await engine.consolidate()
@@ -65,7 +65,7 @@ async def test_the_current_value_is_mentioned_before_an_outdated_memory(open_eng
     # MiniLM puts "mint tea" nearer to "drink" than "matcha": the outdated memory scores
     # higher even at half weight. A reader going top down must meet the current value first
     # (found by the temporal benchmark: 0.93 current-fact accuracy with memories first).
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         for text in [
             "Since 2009 I prefer espresso.",
             "Since 2010 I prefer mint tea.",
@@ -85,7 +85,7 @@ async def test_the_current_value_is_mentioned_before_an_outdated_memory(open_eng
 async def test_multi_valued_relations_supersede_nothing(open_engine):
     # Replay is not under test: promote everything.
     async with open_engine(
-        gating={"tau_noise": -1.0}, consolidation={"tau_consolidation": 0.0}
+        gating={"tau_noise": -1.0, "default_gate": False}, consolidation={"tau_consolidation": 0.0}
     ) as engine:
         await engine.remember("I use Neovim.", goal=LIFE)
         await engine.remember("Alice knows Bob.", goal=LIFE)
@@ -101,7 +101,7 @@ async def test_multi_valued_relations_supersede_nothing(open_engine):
 
 
 async def test_forgetting_the_move_makes_the_old_home_current_again(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         await engine.remember("I live in Paris.", goal=LIFE)
         await engine.consolidate()
         berlin = await engine.remember("I moved to Berlin.", goal=LIFE)
@@ -111,7 +111,7 @@ async def test_forgetting_the_move_makes_the_old_home_current_again(open_engine)
 
 
 async def test_a_stated_event_time_orders_facts(open_engine):
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         rome = await engine.remember("In March 2015 I moved to Rome.", goal=LIFE)
         assert rome.observed_at == datetime(2015, 3, 1, tzinfo=UTC)
         oslo = await engine.remember("In June 2021 I moved to Oslo.", goal=LIFE)
@@ -132,7 +132,7 @@ async def test_a_stated_event_time_orders_facts(open_engine):
 
 async def test_decay_prunes_only_the_old_and_unused_into_the_trash(open_engine):
     async with open_engine(
-        gating={"tau_noise": -1.0},
+        gating={"tau_noise": -1.0, "default_gate": False},
         # A half-life of about a second: anything not used in this test's last moments is old.
         temporal={"longterm_capacity": 2, "half_life_days": 1 / 86400},
     ) as engine:
@@ -179,7 +179,7 @@ def test_decay_halves_per_half_life():
 async def test_graph_reads_remembered_for_recall_follow_every_change(open_engine):
     """The graph remembers a fact's validity, an entity's mentions and its label between
     commits; each recall here is made right after a change it must already see."""
-    async with open_engine(gating={"tau_noise": -1.0}) as engine:
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         await engine.remember("I live in Paris.", goal=LIFE)
         await engine.consolidate()
         ask = "Where does the user live?"
