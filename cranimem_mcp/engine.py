@@ -142,6 +142,8 @@ class MemoryEngine:
         logger.info("data directory %s", self.home)
         self.state = await anyio.to_thread.run_sync(load_state, self._state_path)
         self._check_embedder()
+        # The secrets guard's rules load once here, not on the first write (0.2-0.5 s).
+        await anyio.to_thread.run_sync(redaction.warm_up)
         await self.episodic.open()
         await self.graph.open()
         if self._open_marker.exists():  # the last process here stopped without closing

@@ -13,10 +13,12 @@ addresses (docs/secrets-measurement.md). Small named rules below add what it lac
 provider keys, webhook and URL secrets, whole private key blocks, card and id numbers, and
 credentials stated in prose ("my bank PIN is 4921").
 
-Invariants: the result is idempotent (a placeholder is never matched again); the call never
-raises on any ``str``; each rule runs only when a cheap gate (a substring, a digit count)
-opens, so text with no candidate costs microseconds. Rules are compiled regexes and pure
-functions, loaded once: ``redact`` is thread-safe and needs no detect-secrets settings.
+Invariants: the result is idempotent (placeholders are never matched or rewritten, and
+passes repeat until nothing new is found); overlapping finds merge, so no secret is
+half-replaced; the call never raises on any ``str`` and stays linear on hostile input; each
+rule runs only when a cheap gate (a substring, a digit count) opens, so text with no
+candidate costs microseconds. Rules are compiled regexes and pure functions, loaded once:
+``redact`` is thread-safe and needs no detect-secrets settings context.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ def _after(prefix_group: int, label: str) -> Finder:
 
 def _jwt(is_valid: Callable[[str], bool]) -> Finder:
     def find(m: re.Match[str], text: str) -> Hit | None:
-        # The plugin's last part is lazy (it stops at "header.payload."): take the signature.
+        # Take any token tail, but not a sentence's full stop after an unsigned token.
         start, end = m.start(), _TOKEN_TAIL.match(text, m.end()).end()
         if text[end - 1] == ".":
             end -= 1
