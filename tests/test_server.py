@@ -166,3 +166,27 @@ async def test_context_budget_is_never_exceeded(open_engine, budget):
         context = r.structured_content["context"]
         assert len(context) <= budget
         assert r.structured_content["items"], "the best item must fit, cut if need be"
+
+
+async def test_pin_and_the_secrets_guard_through_a_client(open_engine):
+    async with connected(open_engine) as (client, _engine):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        pin = tools["remember"].input_schema["properties"]["pin"]
+        assert pin["default"] is False and "asked you to remember" in pin["description"]
+        rejected = await client.call_tool("remember", {"content": "Okay, next question."})
+        assert rejected.structured_content["status"] == "rejected"
+        assert "pin=true" in rejected.structured_content["reason"]
+        pinned = await client.call_tool(
+            "remember", {"content": "Okay, next question.", "pin": True}
+        )
+        assert pinned.structured_content["status"] == "stored"
+        assert pinned.structured_content["pinned"] is True
+        key = "sk-proj-" + "Zq7xW2vB9nK4mT1rY6cH3jL8pD5sF0gA" * 2
+        secret = await client.call_tool(
+            "remember", {"content": f"The user's OpenAI key is {key}", "pin": True}
+        )
+        s = secret.structured_content
+        assert s["status"] == "stored" and s["redacted"] == ["OpenAI API key"]
+        recalled = await client.call_tool("recall", {"query": "OpenAI key"})
+        assert key not in json.dumps(recalled.structured_content)
+        assert "[redacted OpenAI API key]" in recalled.structured_content["context"]
