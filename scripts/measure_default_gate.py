@@ -39,7 +39,7 @@ from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 DATA = ROOT / "tests" / "data"
 PARTS = {
     "test": ["gate_default_test.json"],
-    "tune": ["gate_default_tune.json", "gate_default_tune2.json"],
+    "tune": sorted(p.name for p in DATA.glob("gate_default_tune*.json")),
 }
 
 
