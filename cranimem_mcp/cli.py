@@ -272,6 +272,12 @@ def _report_text(r: Any) -> str:
 
 
 async def _serve(args: argparse.Namespace) -> None:
+    from .sharing import EmbedderPreload
+
+    base = _settings(args)
+    # First thing: the embedder loads in its own thread while the MCP layer imports and
+    # answers initialize (which never waits for it).
+    preload = EmbedderPreload(base)
     from .server import build_server, serve_http
 
     server_overrides = {
@@ -284,7 +290,6 @@ async def _serve(args: argparse.Namespace) -> None:
         }.items()
         if v is not None
     }
-    base = _settings(args)
     settings = base.model_copy(update={"server": base.server.model_copy(update=server_overrides)})
     if server_overrides:
         settings = Settings.model_validate(settings.model_dump())
@@ -294,7 +299,7 @@ async def _serve(args: argparse.Namespace) -> None:
         # The daemon must own the directory: fail now, not at the first tool call.
         async with exclusive_directory(settings):
             pass
-    mcp = build_server(settings)
+    mcp = build_server(settings, preload=preload)
     logger.info("data directory %s", settings.home)
     if args.command == "ui":
         from .server import resolve_token

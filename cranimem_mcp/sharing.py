@@ -9,7 +9,9 @@ the lock stays held (a long one-shot command, say) for ``server.owner_wait_secon
 fail with a message that says who holds the directory.
 
 Opening happens in the background, so the MCP handshake never waits on it: the heavy
-imports (LanceDB, torch) run in a worker thread and tools wait on :meth:`EngineHandle.get`.
+imports (LanceDB) run in a worker thread and tools wait on :meth:`EngineHandle.get`. The
+local embedder loads in a thread of its own from the moment ``serve`` starts
+(:class:`EmbedderPreload`), in parallel with that open; a bridge drops it unused.
 
 A request the owner may have applied before it died is not repeated (a write could count
 twice); the caller gets a clear error. Reads, and requests that never reached the owner,
@@ -22,6 +24,7 @@ import importlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
@@ -44,14 +47,60 @@ async def _import(name: str) -> Any:
     return await anyio.to_thread.run_sync(importlib.import_module, name)
 
 
+class EmbedderPreload:
+    """Loads the local embedder in a daemon thread, started on construction: ``serve`` makes
+    one first thing, so the model is warm (or nearly) when the first tool call needs it.
+
+    The thread decides whether this run will use the local embedder at all
+    (:func:`~cranimem_mcp.providers.embedder_to_preload`), then loads it and embeds once.
+    :meth:`take` waits for the decision only, never for the load: a call that needs the
+    embedder before it is warm waits on the embedder's own load lock. A failed load is
+    logged here and raised again by the first call, to its caller."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._embedder: Any = None
+        self._decided = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(settings,), name="embedder preload", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, settings: Settings) -> None:
+        try:
+            providers = importlib.import_module("cranimem_mcp.providers")
+            self._embedder = embedder = providers.embedder_to_preload(settings)
+        except Exception as exc:  # the engine's open meets the same problem and raises it
+            logger.warning("not preloading the embedder: %s", exc)
+            return
+        finally:
+            self._decided.set()
+        if embedder is None:
+            return
+        started = time.perf_counter()
+        try:
+            embedder.embed_sync(["warm up"])  # loads it, and onnxruntime allocates its buffers
+        except Exception as exc:
+            logger.warning("preloading the embedder %s failed: %s", embedder.id, exc)
+        else:
+            logger.info("embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started)
+
+    async def take(self) -> Any:
+        """The preloaded embedder (or None), once; later calls return None."""
+        await anyio.to_thread.run_sync(self._decided.wait)
+        embedder, self._embedder = self._embedder, None
+        return embedder
+
+
 @asynccontextmanager
-async def open_local(settings: Settings, background: bool = True) -> AsyncIterator[Any]:
+async def open_local(
+    settings: Settings, background: bool = True, local: Any = None
+) -> AsyncIterator[Any]:
     """Select the model providers and open a :class:`MemoryEngine` (the caller owns the
-    directory)."""
+    directory). ``local``: the local embedder to use if the choice is local (preloaded)."""
     engine_mod = await _import("cranimem_mcp.engine")
     providers_mod = await _import("cranimem_mcp.providers")
     async with (
-        await providers_mod.select_providers(settings) as providers,
+        await providers_mod.select_providers(settings, local=local) as providers,
         engine_mod.MemoryEngine(
             settings,
             embedder=providers.embedder,
@@ -80,7 +129,8 @@ class EngineHandle:
     """The engine of a data directory, local (owner) or remote (bridge), behind one API.
 
     ``async with EngineHandle(settings) as handle`` returns at once; the first tool call
-    waits for the open. ``require_owner``: refuse to bridge (the HTTP daemon)."""
+    waits for the open. ``require_owner``: refuse to bridge (the HTTP daemon). ``preload``:
+    the embedder ``serve`` started loading, used if this process becomes the owner."""
 
     def __init__(
         self,
@@ -89,12 +139,14 @@ class EngineHandle:
         require_owner: bool = False,
         serve_bridges: bool = True,
         background: bool = True,
+        preload: EmbedderPreload | None = None,
     ) -> None:
         self.settings = settings
         self.home = settings.home
         self.require_owner = require_owner
         self.serve_bridges = serve_bridges
         self.background = background
+        self._preload = preload
         self.role = "starting"  # "owner" | "bridge"
         self.local: Any = None  # the MemoryEngine while this process owns the directory
         self._current: Any = None
@@ -265,6 +317,8 @@ class EngineHandle:
         )
 
     def _install(self, engine: Any, role: str) -> None:
+        if role == "bridge":
+            self._preload = None  # the owner embeds; a takeover loads its own
         self.role, self._current, self._error = role, engine, None
         self._lost = anyio.Event()
         self._ready.set()
@@ -279,7 +333,9 @@ class EngineHandle:
             try:
                 # Closed by the event, not by cancellation: the engine then shuts down in
                 # order (background work stopped, graph compacted), as outside a server.
-                async with open_local(self.settings, self.background) as engine:
+                preload, self._preload = self._preload, None
+                local = await preload.take() if preload is not None else None
+                async with open_local(self.settings, self.background, local) as engine:
                     self.local = engine
                     self._install(engine, "owner")
                     try:
