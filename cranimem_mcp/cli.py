@@ -278,6 +278,13 @@ async def _serve(args: argparse.Namespace) -> None:
     # First thing: the embedder loads in its own thread while the MCP layer imports and
     # answers initialize (which never waits for it).
     preload = EmbedderPreload(base)
+    try:
+        await _run_server(args, base, preload)
+    finally:
+        await anyio.to_thread.run_sync(preload.join)
+
+
+async def _run_server(args: argparse.Namespace, base: Settings, preload: Any) -> None:
     from .server import build_server, serve_http
 
     server_overrides = {

@@ -84,6 +84,11 @@ class EmbedderPreload:
         else:
             logger.info("embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started)
 
+    def join(self, timeout: float = 30.0) -> None:
+        """Wait for the load to end before the process exits: an exit while onnxruntime
+        builds its session in this thread aborts the process (std::terminate, seen here)."""
+        self._thread.join(timeout)
+
     async def take(self) -> Any:
         """The preloaded embedder (or None), once; later calls return None."""
         await anyio.to_thread.run_sync(self._decided.wait)
