@@ -275,8 +275,8 @@ async def _serve(args: argparse.Namespace) -> None:
     from .sharing import EmbedderPreload
 
     base = _settings(args)
-    # First thing: the embedder loads in its own thread while the MCP layer imports and
-    # answers initialize (which never waits for it).
+    # The local embedder loads in a thread of its own once the handshake is done and this
+    # process owns the directory, beside the engine's open (initialize never waits for it).
     preload = EmbedderPreload(base)
     try:
         await _run_server(args, base, preload)

@@ -11,8 +11,8 @@ an embedder, "auto" keeps that one (an Ollama-filled store with Ollama down is a
 silent switch to another space); ``cranimem-mcp reembed`` changes it on request.
 
 ``serve`` starts loading the local embedder as it starts, before the choice is made, if
-:func:`embedder_to_preload` says this run will probably use it: the first tool call then
-finds it loaded. An unused preload costs a little CPU and is dropped.
+this run will probably use it (:func:`cranimem_mcp.sharing.embedder_to_preload`); the
+preloaded embedder comes back here as ``local``. An unused preload costs a little CPU.
 """
 
 from __future__ import annotations
@@ -76,20 +76,6 @@ def backend_for(settings: Settings) -> OllamaBackend:
 
 def local_embedder(settings: Settings) -> LocalModel:
     return embedder_for(settings.models.embedder_model, settings.models.threads)
-
-
-def embedder_to_preload(settings: Settings) -> LocalModel | None:
-    """The local embedder (not loaded yet) when the settings and the store point to it
-    (``local``, or ``auto`` with a store that is empty or was filled by a local embedder);
-    else None. Once loaded, pass it to :func:`select_providers` as ``local``."""
-    choice = settings.models.embedder
-    if choice == "ollama":
-        return None
-    if choice == "auto":
-        known = recorded_embedder(settings)
-        if known is not None and not str(known["id"]).startswith("local:"):
-            return None
-    return local_embedder(settings)
 
 
 def recorded_embedder(settings: Settings) -> dict[str, Any] | None:

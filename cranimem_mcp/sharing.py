@@ -10,8 +10,8 @@ fail with a message that says who holds the directory.
 
 Opening happens in the background, so the MCP handshake never waits on it: the heavy
 imports (LanceDB) run in a worker thread and tools wait on :meth:`EngineHandle.get`. The
-local embedder loads in a thread of its own from the moment ``serve`` starts
-(:class:`EmbedderPreload`), in parallel with that open; a bridge drops it unused.
+local embedder loads in a thread of its own (:class:`EmbedderPreload`), started by
+``serve``'s handle as the open begins and in parallel with it; a bridge never starts it.
 
 A request the owner may have applied before it died is not repeated (a write could count
 twice); the caller gets a clear error. Reads, and requests that never reached the owner,
@@ -47,12 +47,36 @@ async def _import(name: str) -> Any:
     return await anyio.to_thread.run_sync(importlib.import_module, name)
 
 
+def embedder_to_preload(settings: Settings) -> Any:
+    """The local embedder (not loaded yet) when the settings and the store point to it
+    (``local``, or ``auto`` with a store that is empty or was filled by a local embedder);
+    else None. Imports only what that takes (numpy, no providers, no Ollama client): it runs
+    beside the MCP layer's imports, and a thread holding the GIL would slow them down."""
+    from .embeddings import local_embedder
+    from .state import load_state
+
+    choice = settings.models.embedder
+    if choice == "ollama":
+        return None
+    if choice == "auto":
+        path = settings.home / "state.json"
+        known = load_state(path).embedder if path.exists() else None
+        if known is not None and not str(known["id"]).startswith("local:"):
+            return None
+    return local_embedder(settings.models.embedder_model, settings.models.threads)
+
+
 class EmbedderPreload:
-    """Loads the local embedder in a daemon thread, started on construction: ``serve`` makes
-    one first thing, so the model is warm (or nearly) when the first tool call needs it.
+    """Loads the local embedder in a daemon thread. ``serve`` makes one and hands it to its
+    :class:`EngineHandle`, which starts it the moment it becomes the directory's owner, at
+    the start of the engine's open: the model loads beside the open instead of after it.
+
+    Why not on the first line of ``serve``: measured (docs/RESULTS.md), a thread started
+    there took the GIL from the MCP layer's imports and delayed ``initialize`` by ~0.6 s;
+    the open itself waits for the handshake (``GRACE``), and so does this.
 
     The thread decides whether this run will use the local embedder at all
-    (:func:`~cranimem_mcp.providers.embedder_to_preload`), then loads it and embeds once.
+    (:func:`embedder_to_preload`), then loads it and embeds once.
     :meth:`take` waits for the decision only, never for the load: a call that needs the
     embedder before it is warm waits on the embedder's own load lock. A failed load is
     logged here and raised again by the first call, to its caller."""
@@ -63,12 +87,14 @@ class EmbedderPreload:
         self._thread = threading.Thread(
             target=self._run, args=(settings,), name="embedder preload", daemon=True
         )
-        self._thread.start()
+
+    def start(self) -> None:
+        if self._thread.ident is None:
+            self._thread.start()
 
     def _run(self, settings: Settings) -> None:
         try:
-            providers = importlib.import_module("cranimem_mcp.providers")
-            self._embedder = embedder = providers.embedder_to_preload(settings)
+            self._embedder = embedder = embedder_to_preload(settings)
         except Exception as exc:  # the engine's open meets the same problem and raises it
             logger.warning("not preloading the embedder: %s", exc)
             return
@@ -87,10 +113,12 @@ class EmbedderPreload:
     def join(self, timeout: float = 30.0) -> None:
         """Wait for the load to end before the process exits: an exit while onnxruntime
         builds its session in this thread aborts the process (std::terminate, seen here)."""
-        self._thread.join(timeout)
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
 
     async def take(self) -> Any:
         """The preloaded embedder (or None), once; later calls return None."""
+        self.start()
         await anyio.to_thread.run_sync(self._decided.wait)
         embedder, self._embedder = self._embedder, None
         return embedder
@@ -332,13 +360,15 @@ class EngineHandle:
         if self.takeovers:
             logger.warning("took over ownership of %s", self.home)
         self.role = "owner"
+        preload, self._preload = self._preload, None
+        if preload is not None:
+            preload.start()  # loads beside the open below
         async with anyio.create_task_group() as tg:
             # Listen first: bridges that start meanwhile connect now and wait for the open.
             server = await self._listen(tg) if self.serve_bridges else None
             try:
                 # Closed by the event, not by cancellation: the engine then shuts down in
                 # order (background work stopped, graph compacted), as outside a server.
-                preload, self._preload = self._preload, None
                 local = await preload.take() if preload is not None else None
                 async with open_local(self.settings, self.background, local) as engine:
                     self.local = engine
