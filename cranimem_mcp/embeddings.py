@@ -8,9 +8,9 @@ sentence-transformers model (the optional ``sentence-transformers`` extra, which
 torch). :func:`local_embedder` picks between them by model name.
 
 Models load lazily: never at import, never on construction, never on the MCP handshake.
-``serve`` warms the local one in a background thread as it starts
-(:class:`~cranimem_mcp.sharing.EmbedderPreload`); a call then waits only for what is not
-loaded yet (the load lock).
+``serve`` warms the local one in a background thread as it opens the stores, after the MCP
+handshake (:class:`~cranimem_mcp.sharing.EmbedderPreload`); a call then waits only for what
+is not loaded yet (the load lock).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ The embedder is special: vector spaces never mix. For a data directory that alre
 an embedder, "auto" keeps that one (an Ollama-filled store with Ollama down is an error, not a
 silent switch to another space); ``cranimem-mcp reembed`` changes it on request.
 
-``serve`` starts loading the local embedder as it starts, before the choice is made, if
-this run will probably use it (:func:`cranimem_mcp.sharing.embedder_to_preload`); the
-preloaded embedder comes back here as ``local``. An unused preload costs a little CPU.
+When ``serve`` opens the stores it starts loading the local embedder before this choice is
+made, if the run will probably use it (:func:`cranimem_mcp.sharing.embedder_to_preload`);
+the preloaded embedder comes back here as ``local``. An unused preload costs a little CPU.
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ async def _import(name: str) -> Any:
 def embedder_to_preload(settings: Settings) -> Any:
     """The local embedder (not loaded yet) when the settings and the store point to it
     (``local``, or ``auto`` with a store that is empty or was filled by a local embedder);
-    else None. Imports only what that takes (numpy, no providers, no Ollama client): it runs
-    beside the MCP layer's imports, and a thread holding the GIL would slow them down."""
+    else None. Imports only what that takes (numpy; not providers and the Ollama client): it
+    runs beside the engine's open, and its Python work takes the GIL from the open's."""
     from .embeddings import local_embedder
     from .state import load_state
 
@@ -163,7 +163,7 @@ class EngineHandle:
 
     ``async with EngineHandle(settings) as handle`` returns at once; the first tool call
     waits for the open. ``require_owner``: refuse to bridge (the HTTP daemon). ``preload``:
-    the embedder ``serve`` started loading, used if this process becomes the owner."""
+    ``serve``'s :class:`EmbedderPreload`, started if this process becomes the owner."""
 
     def __init__(
         self,
