@@ -278,6 +278,19 @@ def _report_text(r: Any) -> str:
 
 
 async def _serve(args: argparse.Namespace) -> None:
+    from .sharing import EmbedderPreload
+
+    base = _settings(args)
+    # The local embedder loads in a thread of its own once the handshake is done and this
+    # process owns the directory, beside the engine's open (initialize never waits for it).
+    preload = EmbedderPreload(base)
+    try:
+        await _run_server(args, base, preload)
+    finally:
+        await anyio.to_thread.run_sync(preload.join)
+
+
+async def _run_server(args: argparse.Namespace, base: Settings, preload: Any) -> None:
     from .server import build_server, serve_http
 
     server_overrides = {
@@ -290,7 +303,6 @@ async def _serve(args: argparse.Namespace) -> None:
         }.items()
         if v is not None
     }
-    base = _settings(args)
     settings = base.model_copy(update={"server": base.server.model_copy(update=server_overrides)})
     if server_overrides:
         settings = Settings.model_validate(settings.model_dump())
@@ -300,7 +312,7 @@ async def _serve(args: argparse.Namespace) -> None:
         # The daemon must own the directory: fail now, not at the first tool call.
         async with exclusive_directory(settings):
             pass
-    mcp = build_server(settings)
+    mcp = build_server(settings, preload=preload)
     logger.info("data directory %s", settings.home)
     if args.command == "ui":
         from .server import resolve_token

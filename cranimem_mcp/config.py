@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import ConfigError
@@ -94,10 +101,14 @@ class TemporalSettings(_Section):
 class ModelSettings(_Section):
     # "auto": Ollama when it answers at startup (and has the model), else the local fallback.
     embedder: Literal["auto", "ollama", "local"] = "auto"
+    # all-MiniLM-L6-v2 runs on onnxruntime; any other name or path on sentence-transformers
+    # (the optional extra).
     embedder_model: str = "all-MiniLM-L6-v2"
     tagger: Literal["auto", "ollama", "heuristic"] = "auto"
     extractor: Literal["auto", "ollama", "heuristic"] = "auto"
-    torch_threads: int = Field(1, ge=1, le=64)
+    # Threads of the local embedder (onnxruntime intra-op, or torch). "torch_threads", its
+    # name before the embedder left torch, is still read.
+    threads: int = Field(1, ge=1, le=64, validation_alias=AliasChoices("threads", "torch_threads"))
 
 
 class OllamaSettings(_Section):

@@ -30,7 +30,7 @@ import numpy as np
 from . import consistency, forgetting, gating, linkage, redaction, replay, retrieval
 from .config import Settings
 from .durable import DurableClassifier
-from .embeddings import Embedder, EmbeddingCache, LocalEmbedder
+from .embeddings import Embedder, EmbeddingCache, local_embedder
 from .episodic import EpisodicStore
 from .errors import ConfigError, InvalidInput, StoreError
 from .extraction import HeuristicExtractor
@@ -81,8 +81,8 @@ class MemoryEngine:
     ) -> None:
         self.settings = settings
         self.home = settings.home
-        self.embedder = embedder or LocalEmbedder(
-            settings.models.embedder_model, settings.models.torch_threads
+        self.embedder = embedder or local_embedder(
+            settings.models.embedder_model, settings.models.threads
         )
         self.tagger = tagger or HeuristicTagger()
         self.extractor = extractor or HeuristicExtractor()

@@ -9,6 +9,10 @@ fallback. Every choice and its reason is logged and kept in :attr:`Providers.rea
 The embedder is special: vector spaces never mix. For a data directory that already records
 an embedder, "auto" keeps that one (an Ollama-filled store with Ollama down is an error, not a
 silent switch to another space); ``cranimem-mcp reembed`` changes it on request.
+
+When ``serve`` opens the stores it starts loading the local embedder before this choice is
+made, if the run will probably use it (:func:`cranimem_mcp.sharing.embedder_to_preload`);
+the preloaded embedder comes back here as ``local``. An unused preload costs a little CPU.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Settings
-from .embeddings import Embedder, LocalEmbedder
+from .embeddings import Embedder, LocalModel
+from .embeddings import local_embedder as embedder_for
 from .errors import BackendUnavailable, ConfigError
 from .extraction import HeuristicExtractor
 from .heuristics import HeuristicTagger
@@ -69,8 +74,8 @@ def backend_for(settings: Settings) -> OllamaBackend:
     )
 
 
-def local_embedder(settings: Settings) -> LocalEmbedder:
-    return LocalEmbedder(settings.models.embedder_model, settings.models.torch_threads)
+def local_embedder(settings: Settings) -> LocalModel:
+    return embedder_for(settings.models.embedder_model, settings.models.threads)
 
 
 def recorded_embedder(settings: Settings) -> dict[str, Any] | None:
@@ -78,8 +83,11 @@ def recorded_embedder(settings: Settings) -> dict[str, Any] | None:
     return load_state(path).embedder if path.exists() else None
 
 
-async def select_providers(settings: Settings, *, embedder: str | None = None) -> Providers:
-    """Build the run's providers (``embedder`` overrides ``models.embedder``, for reembed).
+async def select_providers(
+    settings: Settings, *, embedder: str | None = None, local: Embedder | None = None
+) -> Providers:
+    """Build the run's providers (``embedder`` overrides ``models.embedder``, for reembed;
+    ``local`` is the local embedder to use if the choice is local, e.g. a preloaded one).
     Raises ``BackendUnavailable`` only when Ollama is required and cannot serve."""
     m, o = settings.models, settings.ollama
     embedder_choice = embedder or m.embedder
@@ -101,7 +109,7 @@ async def select_providers(settings: Settings, *, embedder: str | None = None) -
     reasons: dict[str, str] = {}
     try:
         chosen = await _embedder(
-            settings, embedder_choice, backend, available, probe_error, reasons
+            settings, embedder_choice, backend, available, probe_error, reasons, local
         )
         prompts = find_prompts(None)
         tagger: Tagger = HeuristicTagger()
@@ -166,6 +174,7 @@ async def _embedder(
     available: list[str] | None,
     probe_error: str,
     reasons: dict[str, str],
+    local: Embedder | None = None,
 ) -> Embedder:
     o = settings.ollama
     if choice == "auto":
@@ -185,11 +194,11 @@ async def _embedder(
         else:
             why = probe_error or f"model {o.embed_model} not pulled; ollama pull {o.embed_model}"
             reasons["embedder"] = f"local (auto: {why})"
-            return local_embedder(settings)
+            return local or local_embedder(settings)
     else:
         reasons["embedder"] = f"{choice} (configured)"
     if choice == "local":
-        return local_embedder(settings)
+        return local or local_embedder(settings)
     assert backend is not None
     if available is None:
         raise BackendUnavailable(

@@ -45,7 +45,7 @@ from .models import (
     RestoreResult,
 )
 from .scopes import scope_for_root
-from .sharing import EngineHandle
+from .sharing import EmbedderPreload, EngineHandle
 
 logger = logging.getLogger(__name__)
 
@@ -118,9 +118,12 @@ def open_engine(mcp: MCPServer) -> Any:
     return current[-1].local
 
 
-def build_server(settings: Settings, engine: Any = None) -> MCPServer:
+def build_server(
+    settings: Settings, engine: Any = None, preload: EmbedderPreload | None = None
+) -> MCPServer:
     """The MCP server. Pass ``engine`` (a MemoryEngine or an EngineHandle) to share an
-    already-open engine (tests, the CLI); else the lifespan starts an EngineHandle."""
+    already-open engine (tests, the CLI); else the lifespan starts an EngineHandle, which
+    takes the embedder ``preload`` (``serve`` starts it first thing) if it opens the stores."""
 
     # Static resources get no Context in mcp 2.x, so the open engine is also kept here.
     current: list[EngineHandle] = []
@@ -141,7 +144,7 @@ def build_server(settings: Settings, engine: Any = None) -> MCPServer:
             return
         # Returns at once: the engine opens in the background (tools wait for it).
         require_owner = settings.server.transport == "http"
-        async with EngineHandle(settings, require_owner=require_owner) as handle:
+        async with EngineHandle(settings, require_owner=require_owner, preload=preload) as handle:
             yield handle
 
     mcp = MCPServer("cranimem", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0")

@@ -9,7 +9,9 @@ the lock stays held (a long one-shot command, say) for ``server.owner_wait_secon
 fail with a message that says who holds the directory.
 
 Opening happens in the background, so the MCP handshake never waits on it: the heavy
-imports (LanceDB, torch) run in a worker thread and tools wait on :meth:`EngineHandle.get`.
+imports (LanceDB) run in a worker thread and tools wait on :meth:`EngineHandle.get`. The
+local embedder loads in a thread of its own (:class:`EmbedderPreload`), started by
+``serve``'s handle as the open begins and in parallel with it; a bridge never starts it.
 
 A request the owner may have applied before it died is not repeated (a write could count
 twice); the caller gets a clear error. Reads, and requests that never reached the owner,
@@ -22,6 +24,7 @@ import importlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
@@ -44,14 +47,93 @@ async def _import(name: str) -> Any:
     return await anyio.to_thread.run_sync(importlib.import_module, name)
 
 
+def embedder_to_preload(settings: Settings) -> Any:
+    """The local embedder (not loaded yet) when the settings and the store point to it
+    (``local``, or ``auto`` with a store that is empty or was filled by a local embedder);
+    else None. Imports only what that takes (numpy; not providers and the Ollama client): it
+    runs beside the engine's open, and its Python work takes the GIL from the open's."""
+    from .embeddings import local_embedder
+    from .state import load_state
+
+    choice = settings.models.embedder
+    if choice == "ollama":
+        return None
+    if choice == "auto":
+        path = settings.home / "state.json"
+        known = load_state(path).embedder if path.exists() else None
+        if known is not None and not str(known["id"]).startswith("local:"):
+            return None
+    return local_embedder(settings.models.embedder_model, settings.models.threads)
+
+
+class EmbedderPreload:
+    """Loads the local embedder in a daemon thread. ``serve`` makes one and hands it to its
+    :class:`EngineHandle`, which starts it the moment it becomes the directory's owner, at
+    the start of the engine's open: the model loads beside the open instead of after it.
+
+    Why not on the first line of ``serve``: measured (docs/RESULTS.md), a thread started
+    there took the GIL from the MCP layer's imports and delayed ``initialize`` by ~0.6 s;
+    the open itself waits for the handshake (``GRACE``), and so does this.
+
+    The thread decides whether this run will use the local embedder at all
+    (:func:`embedder_to_preload`), then loads it and embeds once.
+    :meth:`take` waits for the decision only, never for the load: a call that needs the
+    embedder before it is warm waits on the embedder's own load lock. A failed load is
+    logged here and raised again by the first call, to its caller."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._embedder: Any = None
+        self._decided = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(settings,), name="embedder preload", daemon=True
+        )
+
+    def start(self) -> None:
+        if self._thread.ident is None:
+            self._thread.start()
+
+    def _run(self, settings: Settings) -> None:
+        try:
+            self._embedder = embedder = embedder_to_preload(settings)
+        except Exception as exc:  # the engine's open meets the same problem and raises it
+            logger.warning("not preloading the embedder: %s", exc)
+            return
+        finally:
+            self._decided.set()
+        if embedder is None:
+            return
+        started = time.perf_counter()
+        try:
+            embedder.embed_sync(["warm up"])  # loads it, and onnxruntime allocates its buffers
+        except Exception as exc:
+            logger.warning("preloading the embedder %s failed: %s", embedder.id, exc)
+        else:
+            logger.info("embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started)
+
+    def join(self, timeout: float = 30.0) -> None:
+        """Wait for the load to end before the process exits: an exit while onnxruntime
+        builds its session in this thread aborts the process (std::terminate, seen here)."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+
+    async def take(self) -> Any:
+        """The preloaded embedder (or None), once; later calls return None."""
+        self.start()
+        await anyio.to_thread.run_sync(self._decided.wait)
+        embedder, self._embedder = self._embedder, None
+        return embedder
+
+
 @asynccontextmanager
-async def open_local(settings: Settings, background: bool = True) -> AsyncIterator[Any]:
+async def open_local(
+    settings: Settings, background: bool = True, local: Any = None
+) -> AsyncIterator[Any]:
     """Select the model providers and open a :class:`MemoryEngine` (the caller owns the
-    directory)."""
+    directory). ``local``: the local embedder to use if the choice is local (preloaded)."""
     engine_mod = await _import("cranimem_mcp.engine")
     providers_mod = await _import("cranimem_mcp.providers")
     async with (
-        await providers_mod.select_providers(settings) as providers,
+        await providers_mod.select_providers(settings, local=local) as providers,
         engine_mod.MemoryEngine(
             settings,
             embedder=providers.embedder,
@@ -80,7 +162,8 @@ class EngineHandle:
     """The engine of a data directory, local (owner) or remote (bridge), behind one API.
 
     ``async with EngineHandle(settings) as handle`` returns at once; the first tool call
-    waits for the open. ``require_owner``: refuse to bridge (the HTTP daemon)."""
+    waits for the open. ``require_owner``: refuse to bridge (the HTTP daemon). ``preload``:
+    ``serve``'s :class:`EmbedderPreload`, started if this process becomes the owner."""
 
     def __init__(
         self,
@@ -89,12 +172,14 @@ class EngineHandle:
         require_owner: bool = False,
         serve_bridges: bool = True,
         background: bool = True,
+        preload: EmbedderPreload | None = None,
     ) -> None:
         self.settings = settings
         self.home = settings.home
         self.require_owner = require_owner
         self.serve_bridges = serve_bridges
         self.background = background
+        self._preload = preload
         self.role = "starting"  # "owner" | "bridge"
         self.local: Any = None  # the MemoryEngine while this process owns the directory
         self._current: Any = None
@@ -265,6 +350,8 @@ class EngineHandle:
         )
 
     def _install(self, engine: Any, role: str) -> None:
+        if role == "bridge":
+            self._preload = None  # the owner embeds; a takeover loads its own
         self.role, self._current, self._error = role, engine, None
         self._lost = anyio.Event()
         self._ready.set()
@@ -273,13 +360,17 @@ class EngineHandle:
         if self.takeovers:
             logger.warning("took over ownership of %s", self.home)
         self.role = "owner"
+        preload, self._preload = self._preload, None
+        if preload is not None:
+            preload.start()  # loads beside the open below
         async with anyio.create_task_group() as tg:
             # Listen first: bridges that start meanwhile connect now and wait for the open.
             server = await self._listen(tg) if self.serve_bridges else None
             try:
                 # Closed by the event, not by cancellation: the engine then shuts down in
                 # order (background work stopped, graph compacted), as outside a server.
-                async with open_local(self.settings, self.background) as engine:
+                local = await preload.take() if preload is not None else None
+                async with open_local(self.settings, self.background, local) as engine:
                     self.local = engine
                     self._install(engine, "owner")
                     try:

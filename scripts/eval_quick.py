@@ -20,13 +20,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
-from cranimem_mcp.embeddings import LocalEmbedder  # noqa: E402
+from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.eval.hotpotqa import EvalConfig, run_eval  # noqa: E402
 from cranimem_mcp.eval.report import markdown_table  # noqa: E402
 
 
 class CachedEmbedder:
-    def __init__(self, inner: LocalEmbedder) -> None:
+    def __init__(self, inner: OnnxEmbedder) -> None:
         self.inner, self.cache = inner, {}
 
     @property
@@ -82,7 +82,7 @@ async def main() -> None:
     def on_row(system: str, setting: str, row: dict) -> None:
         out.write(json.dumps({"system": system, "setting": setting, **row}) + "\n")
 
-    results = await run_eval(cfg, base, CachedEmbedder(LocalEmbedder()), on_row=on_row)
+    results = await run_eval(cfg, base, CachedEmbedder(OnnxEmbedder()), on_row=on_row)
     print(markdown_table(results))
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from cranimem_mcp.embeddings import LocalEmbedder  # noqa: E402
+from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.eval.data import load_questions  # noqa: E402
 from cranimem_mcp.eval.stream import write_stream  # noqa: E402
 
@@ -24,7 +24,7 @@ from cranimem_mcp.eval.stream import write_stream  # noqa: E402
 async def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 412
     questions = load_questions(Path("../shared/data/hotpotqa_dev412.jsonl"))
-    emb = LocalEmbedder()
+    emb = OnnxEmbedder()
     groups: dict[str, list[float]] = {"gold": [], "context": [], "noise-para": [], "chit-chat": []}
     min_gold: list[float] = []
     for i in range(n):

@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
-from cranimem_mcp.embeddings import LocalEmbedder  # noqa: E402
+from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 
 CITIES = ["Paris", "Berlin", "Lisbon", "Oslo", "Rome", "Vienna", "Prague", "Madrid"]
@@ -46,7 +46,7 @@ def start_oxigraph(location: str) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("oxigraph did not start")
 
 
-async def run(settings: Settings, embedder: LocalEmbedder, n: int) -> dict[str, float]:
+async def run(settings: Settings, embedder: OnnxEmbedder, n: int) -> dict[str, float]:
     out: dict[str, list[float]] = {"remember": [], "recall": []}
     async with MemoryEngine(settings, embedder=embedder, background=False) as engine:
         for i in range(n):
@@ -72,7 +72,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=40)
     args = parser.parse_args()
-    embedder = LocalEmbedder("all-MiniLM-L6-v2", threads=1)
+    embedder = OnnxEmbedder(threads=1)
     await embedder.embed(["warm up"])
     with tempfile.TemporaryDirectory() as tmp:
         proc, base = start_oxigraph(str(Path(tmp) / "ox"))

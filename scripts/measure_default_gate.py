@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from cranimem_mcp import redaction  # noqa: E402
 from cranimem_mcp.config import load_settings  # noqa: E402
 from cranimem_mcp.durable import DurableClassifier  # noqa: E402
-from cranimem_mcp.embeddings import LocalEmbedder  # noqa: E402
+from cranimem_mcp.embeddings import local_embedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
@@ -108,7 +108,7 @@ async def main() -> None:
     ap.add_argument("--parts", default="test,tune")
     ap.add_argument("--timeout", type=float, default=30.0, help="per model call")
     args = ap.parse_args()
-    embedder = LocalEmbedder()
+    embedder = local_embedder()
     for part in args.parts.split(","):
         items = items_of(part)
         runs = {

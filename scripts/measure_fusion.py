@@ -23,7 +23,7 @@ import numpy as np
 from lancedb.index import FTS
 from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
-from cranimem_mcp.embeddings import LocalEmbedder
+from cranimem_mcp.embeddings import OnnxEmbedder
 from cranimem_mcp.eval import metrics
 from cranimem_mcp.eval.data import load_questions
 
@@ -36,7 +36,7 @@ RERANKERS = {
 
 
 async def main(count: int) -> None:
-    embedder = LocalEmbedder()
+    embedder = OnnxEmbedder()
     db = lancedb.connect(tempfile.mkdtemp(prefix="cranimem-fusion-"))
     scores: dict[str, dict[str, list[float]]] = {}
     for n, q in enumerate(load_questions(DATA)[:count]):

@@ -15,7 +15,7 @@ import anyio
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from cranimem_mcp.embeddings import LocalEmbedder  # noqa: E402
+from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.heuristics import HeuristicTagger  # noqa: E402
 
 DATA = Path(__file__).parent.parent / "tests" / "data" / "gate_labelled.json"
@@ -24,7 +24,7 @@ TAUS = [0.05, 0.10, 0.12, 0.15, 0.18, 0.20, 0.25, 0.30]
 
 async def main() -> None:
     sets = json.loads(DATA.read_text())["sets"]
-    embedder = LocalEmbedder()
+    embedder = OnnxEmbedder()
     tagger = HeuristicTagger()
     rows = []  # (set index, text, relevant, cosine, second look keeps)
     print("# Gate measurement (all-MiniLM-L6-v2, heuristic second look)\n")

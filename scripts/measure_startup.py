@@ -1,7 +1,16 @@
-"""Spawn `cranimem-mcp serve` over stdio and time spawn -> initialize response, and
-spawn -> first `remember` answered (the engine open included). Median of N runs.
+"""Cold-start costs of `cranimem-mcp serve` over stdio and of the one-shot CLI.
 
-    .venv/bin/python scripts/measure_startup.py [-n 5] [--repo DIR]
+Per run (a fresh data directory each time): spawn -> initialize answered, CPU used by then,
+initialize -> first `remember` answered, then the first `recall` answered. With
+``--writes N``: one more server, N `remember` calls, then the server's peak resident memory
+(VmHWM) and its RSS. With ``--cli``: wall time of one-shot `cranimem-mcp remember` and
+`recall` without a running server. Medians over ``-n`` runs.
+
+    .venv/bin/python scripts/measure_startup.py [-n 5] [--call] [--writes 300] [--cli]
+        [--repo DIR]
+
+``--repo`` runs the code of another checkout with this interpreter (PYTHONPATH), so the
+same venv measures before and after.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 INIT = {
     "jsonrpc": "2.0",
@@ -26,12 +36,18 @@ INIT = {
     },
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-CALL = {
-    "jsonrpc": "2.0",
-    "id": 2,
-    "method": "tools/call",
-    "params": {"name": "remember", "arguments": {"content": "I live in Lisbon."}},
-}
+FACTS = [
+    "I live in Lisbon with my partner Ana.",
+    "My project Atlas uses PostgreSQL and runs on Kubernetes.",
+    "I am allergic to peanuts, so no satay please.",
+    "I prefer tea over coffee in the morning.",
+    "My sister Maria works at a hospital in Porto.",
+]
+
+
+def call(n: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -40,57 +56,129 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def once(repo: str, call: bool) -> tuple[float, float, float]:
-    with tempfile.TemporaryDirectory() as home:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
-        env.update(HF_HUB_OFFLINE="1", LANCE_LOG="error", PYTHONPATH=repo,
-                   CRANIMEM_MODELS__TAGGER="heuristic", CRANIMEM_MODELS__EXTRACTOR="heuristic",
-                   CRANIMEM_MODELS__EMBEDDER="local")  # fmt: skip
-        started = time.perf_counter()
-        proc = subprocess.Popen(
+def memory_mib(pid: int) -> tuple[float, float]:
+    """(peak RSS, current RSS) of a process in MiB."""
+    status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status").read().splitlines())
+    kib = lambda key: int(status[key].split()[0])  # noqa: E731
+    return kib("VmHWM") / 1024, kib("VmRSS") / 1024
+
+
+def env_for(repo: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
+    env.update(HF_HUB_OFFLINE="1", LANCE_LOG="error", PYTHONPATH=repo,
+               CRANIMEM_MODELS__TAGGER="heuristic", CRANIMEM_MODELS__EXTRACTOR="heuristic",
+               CRANIMEM_MODELS__EMBEDDER="local")  # fmt: skip
+    return env
+
+
+class Server:
+    """`cranimem-mcp serve` on stdio, spoken to line by line."""
+
+    def __init__(self, repo: str, home: str) -> None:
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
             [sys.executable, "-m", "cranimem_mcp.cli", "serve", "--data-dir", home],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd=repo,
+            env=env_for(repo), cwd=repo,
         )  # fmt: skip
-        assert proc.stdin and proc.stdout
-        proc.stdin.write((json.dumps(INIT) + "\n").encode())
-        proc.stdin.flush()
-        line = proc.stdout.readline()
-        t_init = time.perf_counter() - started
-        cpu_init = cpu_seconds(proc.pid)
-        assert json.loads(line)["id"] == 1, line
-        if not call:
-            proc.stdin.close()
-            proc.wait(timeout=120)
-            return t_init, cpu_init, float("nan")
-        proc.stdin.write((json.dumps(INITIALIZED) + "\n" + json.dumps(CALL) + "\n").encode())
-        proc.stdin.flush()
+
+    def send(self, *messages: dict[str, Any]) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        self.proc.stdin.flush()
+
+    def answer(self, n: int) -> dict[str, Any]:
+        assert self.proc.stdout
         while True:
-            msg = json.loads(proc.stdout.readline())
-            if msg.get("id") == 2:
-                break
-        t_call = time.perf_counter() - started
-        proc.stdin.close()
-        proc.wait(timeout=60)
-        return t_init, cpu_init, t_call
+            msg = json.loads(self.proc.stdout.readline())
+            if msg.get("id") == n:
+                if "error" in msg or msg["result"].get("isError"):
+                    raise RuntimeError(f"call {n} failed: {msg}")
+                return msg
+
+    def timed(self, n: int, name: str, arguments: dict[str, Any]) -> float:
+        t0 = time.perf_counter()
+        self.send(call(n, name, arguments))
+        self.answer(n)
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
+
+
+def once(repo: str, with_calls: bool) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as home:
+        server = Server(repo, home)
+        server.send(INIT)
+        server.answer(1)
+        out = {"init": time.perf_counter() - server.started, "cpu": cpu_seconds(server.proc.pid)}
+        if with_calls:
+            server.send(INITIALIZED)
+            out["remember"] = server.timed(2, "remember", {"content": FACTS[0]})
+            out["recall"] = server.timed(3, "recall", {"query": "Where do I live?"})
+        server.close()
+        return out
+
+
+def writes(repo: str, n: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as home:
+        server = Server(repo, home)
+        server.send(INIT)
+        server.answer(1)
+        server.send(INITIALIZED)
+        times = []
+        for i in range(n):
+            fact = f"{FACTS[i % len(FACTS)]} (note {i}: item {i * 7919 % 1000})"
+            times.append(server.timed(10 + i, "remember", {"content": fact}))
+        server.timed(10 + n, "recall", {"query": "Where do I live?"})
+        peak, rss = memory_mib(server.proc.pid)
+        server.close()
+        return {"peak": peak, "rss": rss, "write_p50": statistics.median(times)}
+
+
+def cli_once(repo: str, home: str, *argv: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "cranimem_mcp.cli", *argv, "--data-dir", home],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env_for(repo), cwd=repo,
+    )  # fmt: skip
+    return time.perf_counter() - t0
+
+
+def summary(label: str, values: list[float], unit: str = "s") -> str:
+    return (f"{label}: median {statistics.median(values):.2f} {unit} "
+            f"(min {min(values):.2f}, max {max(values):.2f})")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=5)
     parser.add_argument("--repo", default=os.getcwd())
-    parser.add_argument("--call", action="store_true", help="also time the first remember")
+    parser.add_argument("--call", action="store_true", help="also time first remember/recall")
+    parser.add_argument("--writes", type=int, default=0, help="N writes, then peak RSS")
+    parser.add_argument("--cli", action="store_true", help="one-shot CLI remember/recall")
     args = parser.parse_args()
     runs = [once(args.repo, args.call) for _ in range(args.n)]
-    inits = [r[0] for r in runs]
-    cpus = [r[1] for r in runs]
-    print(f"spawn->initialize: median {statistics.median(inits):.2f} s wall "
-          f"(min {min(inits):.2f}, max {max(inits):.2f}), "
-          f"{statistics.median(cpus):.2f} s CPU, over {args.n} runs")  # fmt: skip
+    print(summary("spawn->initialize", [r["init"] for r in runs]),
+          f"{statistics.median(r['cpu'] for r in runs):.2f} s CPU, {args.n} runs")  # fmt: skip
     if args.call:
-        calls = [r[2] for r in runs]
-        print(f"spawn->first remember answered: median {statistics.median(calls):.2f} s "
-              f"(min {min(calls):.2f}, max {max(calls):.2f})")  # fmt: skip
+        print(summary("initialize->first remember answered", [r["remember"] for r in runs]))
+        print(summary("then first recall answered", [r["recall"] for r in runs]))
+    if args.cli:
+        remember, recall = [], []
+        for _ in range(args.n):
+            with tempfile.TemporaryDirectory() as home:
+                remember.append(cli_once(args.repo, home, "remember", FACTS[0]))
+                recall.append(cli_once(args.repo, home, "recall", "Where do I live?"))
+        print(summary("one-shot CLI remember (no server)", remember))
+        print(summary("one-shot CLI recall (no server)", recall))
+    if args.writes:
+        w = writes(args.repo, args.writes)
+        print(f"after {args.writes} writes through MCP: peak RSS {w['peak']:.0f} MiB, "
+              f"RSS {w['rss']:.0f} MiB, write p50 {w['write_p50'] * 1000:.0f} ms")  # fmt: skip
     print(f"load average: {os.getloadavg()[0]:.2f}")
 
 

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cranimem_mcp.durable import CUES, WEIGHTS, features  # noqa: E402
-from cranimem_mcp.embeddings import LocalEmbedder  # noqa: E402
+from cranimem_mcp.embeddings import local_embedder  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 TUNE_FILES = tuple(f"gate_default_tune{n}.json" for n in ("", "2", "3", "4", "5", "6"))
@@ -55,7 +55,7 @@ def training_items() -> list[tuple[str, bool, str]]:
 
 
 async def embed(texts: list[str]) -> tuple[np.ndarray, str, int]:
-    embedder = LocalEmbedder()
+    embedder = local_embedder()
     vectors = await embedder.embed(texts)
     return vectors, embedder.id, embedder.dim
 

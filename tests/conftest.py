@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
-from cranimem_mcp.embeddings import LocalEmbedder  # noqa: E402
+from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 
 
@@ -27,9 +27,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def minilm() -> LocalEmbedder:
+def minilm() -> OnnxEmbedder:
     """all-MiniLM-L6-v2, the paper's embedder, shared by every test of the session."""
-    return LocalEmbedder("all-MiniLM-L6-v2", threads=1)
+    return OnnxEmbedder(threads=1)
 
 
 def make_settings(home: Path, **sections: dict[str, Any]) -> Settings:
@@ -46,7 +46,7 @@ def make_settings(home: Path, **sections: dict[str, Any]) -> Settings:
 
 
 @pytest.fixture
-def open_engine(tmp_path: Path, minilm: LocalEmbedder) -> Callable[..., Any]:
+def open_engine(tmp_path: Path, minilm: OnnxEmbedder) -> Callable[..., Any]:
     """``async with open_engine(consolidation={...}) as engine:`` on a fresh data dir
     (``home=`` to reopen an existing one). Background consolidation is off unless asked."""
 

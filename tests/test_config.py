@@ -57,3 +57,14 @@ def test_bad_config_is_a_clear_error(tmp_path, text):
 def test_missing_config_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_settings(tmp_path / "nope.toml", home=tmp_path)
+
+
+def test_the_old_name_torch_threads_still_sets_the_embedder_threads(monkeypatch, tmp_path):
+    path = tmp_path / "old.toml"
+    path.write_text("[models]\ntorch_threads = 3\n")
+    assert load_settings(path, home=tmp_path).models.threads == 3
+    monkeypatch.setenv("CRANIMEM_MODELS__TORCH_THREADS", "2")
+    assert load_settings(home=tmp_path).models.threads == 2
+    monkeypatch.setenv("CRANIMEM_MODELS__THREADS", "4")
+    monkeypatch.delenv("CRANIMEM_MODELS__TORCH_THREADS")
+    assert load_settings(home=tmp_path).models.threads == 4

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cranimem_mcp.config import load_settings
-from cranimem_mcp.embeddings import LocalEmbedder
+from cranimem_mcp.embeddings import OnnxEmbedder
 from cranimem_mcp.eval.hotpotqa import EvalConfig, run_eval, write_results
 from cranimem_mcp.eval.report import markdown_table, plot_results
 
@@ -34,7 +34,7 @@ DATA = _shared_data("hotpotqa_train100.json")
 
 
 @pytest.mark.anyio
-async def test_three_questions_through_both_systems(tmp_path: Path, minilm: LocalEmbedder) -> None:
+async def test_three_questions_through_both_systems(tmp_path: Path, minilm: OnnxEmbedder) -> None:
     # A lighter schedule than the default keeps the test short: 2 injections of 2 distractors.
     cfg = EvalConfig(
         data=DATA, limit=3, seed=0, inject_every=5, noise=2, workdir=tmp_path / "stores"

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings
-from ..embeddings import Embedder, LocalEmbedder
+from ..embeddings import Embedder, local_embedder
 from ..engine import MemoryEngine, content_hash, new_id
 from . import metrics
 
@@ -366,7 +366,7 @@ async def run_bench_command(args: Any, settings: Settings, say: Any) -> None:
         for kind in kinds:
             embedder: Embedder = (
                 ConstantEmbedder() if kind == "constant"
-                else LocalEmbedder(settings.models.embedder_model, settings.models.torch_threads)
+                else local_embedder(settings.models.embedder_model, settings.models.threads)
             )  # fmt: skip
             rows += await bench_embedder(
                 kind, embedder, settings, root / kind, sizes, args.ops, args.seed,

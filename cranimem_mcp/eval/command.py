@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
-from ..embeddings import LocalEmbedder
+from ..embeddings import local_embedder
 from .hotpotqa import EvalConfig, run_eval, write_results
 from .report import markdown_table, plot_results
 
@@ -47,7 +47,7 @@ async def eval_hotpotqa(args: argparse.Namespace, settings: Settings, say: Calla
 
         ollama = getattr(settings, "ollama", None)
         answerer = OllamaAnswerer(args.answer_model, host=getattr(ollama, "host", None))
-    embedder = LocalEmbedder(settings.models.embedder_model, settings.models.torch_threads)
+    embedder = local_embedder(settings.models.embedder_model, settings.models.threads)
     from .data import load_questions
 
     n = len(load_questions(args.data, args.limit))
@@ -84,7 +84,7 @@ async def eval_temporal(args: argparse.Namespace, settings: Settings, say: Calla
 
     from .temporal import run_temporal, temporal_table
 
-    embedder = LocalEmbedder(settings.models.embedder_model, settings.models.torch_threads)
+    embedder = local_embedder(settings.models.embedder_model, settings.models.threads)
     k = args.k or settings.retrieval.k
     max_chars = args.max_chars or 2000
     with tempfile.TemporaryDirectory(prefix="cranimem-temporal-") as tmp:

@@ -1,0 +1,182 @@
+"""The default embedder: all-MiniLM-L6-v2 on onnxruntime, without torch. Its vectors, the
+pinned checksum of its model file, its lazy load, its warm-up at `serve` start (which never
+delays `initialize`), and stores filled by the torch embedder (same vector space, same id)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import anyio
+import numpy as np
+import pytest
+from conftest import make_settings, server_env
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from cranimem_mcp.embeddings import (
+    MINILM_ID,
+    MINILM_ONNX,
+    OnnxEmbedder,
+    SentenceTransformerEmbedder,
+    local_embedder,
+)
+from cranimem_mcp.engine import MemoryEngine
+from cranimem_mcp.errors import ConfigError
+from cranimem_mcp.sharing import embedder_to_preload
+from cranimem_mcp.state import EngineState, save_state
+
+pytestmark = pytest.mark.anyio
+
+SENTENCES = [
+    "I live in Paris with my partner Alex.",
+    "My project Atlas uses PostgreSQL and runs on Kubernetes.",
+    "I am allergic to shellfish, so no seafood restaurants please.",
+    "The Mascogos are descendants of Black Seminoles who settled in Coahuila, Mexico.",
+    "ok",
+    "",
+]
+
+
+async def test_vectors_are_unit_length_384_d_deterministic_and_batch_equals_single(minilm):
+    long_text = "memory " * 2000  # past the 256-token window: truncated, not an error
+    texts = [*SENTENCES, long_text]
+    batch = await minilm.embed(texts)
+    assert batch.shape == (len(texts), 384) and batch.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+    again = await minilm.embed(texts)
+    assert np.array_equal(batch, again)
+    single = np.stack([(await minilm.embed([t]))[0] for t in texts])
+    np.testing.assert_allclose(batch, single, atol=1e-6)
+    assert minilm.id == MINILM_ID == "local:all-MiniLM-L6-v2" and minilm.dim == 384
+
+
+async def test_vectors_carry_meaning(minilm):
+    home, same, other = await minilm.embed(
+        ["I live in Paris.", "My home is in Paris, France.", "The stock market fell sharply."]
+    )
+    assert home @ same > home @ other + 0.3
+
+
+async def test_vectors_match_the_torch_model(minilm):
+    torch_minilm = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)
+    ours, theirs = await minilm.embed(SENTENCES[:5]), await torch_minilm.embed(SENTENCES[:5])
+    cosines = (ours * theirs).sum(axis=1)
+    # Sentences agree to 0.999; a one-word text ("ok") the least, at 0.996.
+    assert np.median(cosines) > 0.999 and cosines.min() > 0.995
+    assert torch_minilm.id == minilm.id
+
+
+def test_a_corrupted_model_file_is_a_config_error_naming_it(tmp_path):
+    intact = tmp_path / "intact.onnx"
+    shutil.copyfile(MINILM_ONNX.locate(), intact)
+    OnnxEmbedder(model_path=intact).load()  # the control: an exact copy loads
+    corrupted = tmp_path / "corrupted.onnx"
+    data = bytearray(intact.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    corrupted.write_bytes(bytes(data))
+    embedder = OnnxEmbedder(model_path=corrupted)
+    with pytest.raises(ConfigError, match="sha256") as raised:
+        embedder.load()
+    assert str(corrupted) in str(raised.value) and MINILM_ONNX.requirement in str(raised.value)
+    assert not embedder.loaded
+
+
+def test_importing_and_constructing_loads_nothing():
+    code = textwrap.dedent(
+        """
+        import sys
+        from cranimem_mcp.embeddings import local_embedder
+        e = local_embedder("all-MiniLM-L6-v2")
+        print(type(e).__name__, e.id, e.dim, e.loaded,
+              *(m in sys.modules for m in ("onnxruntime", "tokenizers", "torch")))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    expected = ["OnnxEmbedder", MINILM_ID, "384"] + ["False"] * 4
+    assert out.stdout.split() == expected
+
+
+async def test_opening_an_engine_does_not_load_the_model_the_first_write_does(tmp_path):
+    embedder = OnnxEmbedder()
+    settings = make_settings(tmp_path / "data")
+    async with MemoryEngine(settings, embedder=embedder, background=False) as engine:
+        assert not embedder.loaded
+        stored = await engine.remember("I live in Lisbon with my partner Ana.")
+        assert stored.status == "stored" and embedder.loaded
+
+
+def test_other_models_need_the_sentence_transformers_extra(monkeypatch):
+    assert isinstance(local_embedder("all-MiniLM-L6-v2"), OnnxEmbedder)
+    other = local_embedder("paraphrase-MiniLM-L3-v2")
+    assert isinstance(other, SentenceTransformerEmbedder)
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # not installed
+    with pytest.raises(ConfigError, match=r"cranimem-mcp\[sentence-transformers\]"):
+        other.dim  # noqa: B018 - an unknown model's dimension needs the model
+
+
+async def test_a_store_filled_by_the_torch_embedder_opens_and_recalls_with_onnx(tmp_path, minilm):
+    settings = make_settings(tmp_path / "data")
+    torch_minilm = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)
+    async with MemoryEngine(settings, embedder=torch_minilm, background=False) as engine:
+        for fact in SENTENCES[:3]:
+            await engine.remember(fact)
+        wanted = (await engine.remember("My sister Maria works at a hospital in Porto.")).id
+    async with MemoryEngine(settings, embedder=minilm, background=False) as engine:
+        result = await engine.recall("Where does my sister work?", k=3)
+        assert result.items[0].id == wanted
+
+
+def test_preload_only_when_the_run_will_use_the_local_embedder(tmp_path):
+    empty = make_settings(tmp_path / "empty")
+    assert isinstance(embedder_to_preload(empty), OnnxEmbedder)
+    assert embedder_to_preload(make_settings(tmp_path / "x", models={"embedder": "ollama"})) is None
+    filled = make_settings(tmp_path / "ollama-filled")
+    filled.home.mkdir()
+    save_state(filled.home / "state.json", EngineState(embedder={"id": "ollama:m", "dim": 8}))
+    assert embedder_to_preload(filled) is None
+
+
+# A stand-in for onnxruntime whose import waits for a file: the embedder's load is held for
+# as long as the test wants, then the real onnxruntime is imported in its place.
+SLOW_ONNXRUNTIME = """
+import importlib, os, sys, time
+from pathlib import Path
+
+_shim = str(Path(__file__).resolve().parent.parent)
+Path(os.environ["ORT_SHIM_STARTED"]).touch()
+while not Path(os.environ["ORT_SHIM_RELEASE"]).exists():
+    time.sleep(0.02)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _shim]
+del sys.modules["onnxruntime"]
+sys.modules["onnxruntime"] = importlib.import_module("onnxruntime")
+"""
+
+
+@pytest.mark.slow
+async def test_serve_warms_the_embedder_at_start_and_initialize_never_waits_for_it(tmp_path):
+    shim = tmp_path / "shim"
+    (shim / "onnxruntime").mkdir(parents=True)
+    (shim / "onnxruntime" / "__init__.py").write_text(SLOW_ONNXRUNTIME)
+    started, release = tmp_path / "ort-started", tmp_path / "ort-release"
+    home = tmp_path / "data"
+    env = server_env(home, PYTHONPATH=str(shim), ORT_SHIM_STARTED=str(started),
+                     ORT_SHIM_RELEASE=str(release), CRANIMEM_MODELS__EMBEDDER="local")  # fmt: skip
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cranimem_mcp.cli", "serve"], env=env
+    )
+    with anyio.fail_after(120):
+        async with Client(params, cache=None) as client:
+            # initialize was answered while the model's load cannot finish
+            assert not release.exists()
+            assert "remember" in {t.name for t in (await client.list_tools()).tools}
+            # and the load began by itself, before any tool call
+            while not started.exists():
+                await anyio.sleep(0.05)
+            release.touch()
+            stored = await client.call_tool("remember", {"content": SENTENCES[0]})
+            assert stored.structured_content["status"] == "stored", stored
+            recalled = await client.call_tool("recall", {"query": "Where do I live?"})
+            assert "Paris" in recalled.structured_content["context"]
