@@ -180,6 +180,12 @@ _TOOL_OUTPUT = re.compile(
     _I | re.M,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+# A chat transcript's turn label ("[1:56 pm on 8 May, 2023] Caroline: ...", "[2024-03-04]
+# Me: ..."): the cues read what follows it, as the sentence starts there. A bare "Name:"
+# is not stripped: "Partner: Sam (they/them)." is a note, not a turn.
+_TURN_LABEL = re.compile(
+    r"^\s*\[[^\]\n]{1,60}\]\s*(?:[A-Z][\w.'’-]{0,20}(?: [A-Z][\w.'’-]{0,20})?:\s+)?"
+)
 _CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
 
 CUES = (
@@ -226,7 +232,7 @@ CUES = (
 
 def cues(text: str) -> np.ndarray:
     """The linguistic cues of a write, as numbers in about [0, 1] (see :data:`CUES`)."""
-    t = text.strip()
+    t = _TURN_LABEL.sub("", text.strip(), count=1) or text.strip()
     head = t[:400]
     n = max(1, len(t))
     words = _WORD.findall(t)
@@ -306,7 +312,7 @@ def about_health(text: str) -> bool:
     "Coeliac disease is an autoimmune reaction") is about no one: it needs a personal
     reference, a named person's possessive or condition, or a subjectless note ("Allergic to
     penicillin.") that is not a general statement."""
-    head = text.strip()[:400]
+    head = (_TURN_LABEL.sub("", text.strip(), count=1) or text.strip())[:400]
     if not _HEALTH.search(head):
         return False
     if (

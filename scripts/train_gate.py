@@ -32,7 +32,7 @@ from cranimem_mcp.durable import CUES, WEIGHTS, features  # noqa: E402
 from cranimem_mcp.embeddings import local_embedder  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
-TUNE_FILES = tuple(f"gate_default_tune{n}.json" for n in ("", "2", "3", "4", "5", "6"))
+TUNE_FILES = tuple(f"gate_default_tune{n}.json" for n in ("", "2", "3", "4", "5", "6", "7", "8"))
 KEEP_TARGET = 0.98  # out-of-fold keep rate the threshold must reach on the tuning data
 C_GRID = (0.01, 0.03, 0.1)
 # The cues are 40 columns beside 384 of embedding: weighting them up (after standardising)
