@@ -107,21 +107,23 @@ async def main() -> None:
     ap.add_argument("--model", default="qwen2.5-coder:1.5b")
     ap.add_argument("--parts", default="test,tune")
     ap.add_argument("--timeout", type=float, default=30.0, help="per model call")
+    ap.add_argument("--new-only", action="store_true", help="skip the old gate's runs")
     args = ap.parse_args()
     embedder = local_embedder()
     for part in args.parts.split(","):
         items = items_of(part)
-        runs = {
-            "old gate": await run(items, embedder, default_gate=False),
-            "new gate": await run(items, embedder, default_gate=True),
-        }
+        runs = {} if args.new_only else {"old gate": await run(items, embedder, default_gate=False)}
+        runs["new gate"] = await run(items, embedder, default_gate=True)
         if args.ollama:
             from cranimem_mcp.ollama import OllamaBackend, OllamaTagger, prompts_dir
 
             backend = OllamaBackend(args.ollama, timeout=args.timeout, cooldown=0.0)
             tagger = OllamaTagger(backend, args.model, prompts_dir())
             started = time.perf_counter()
-            runs["old gate + model"] = await run(items, embedder, default_gate=False, tagger=tagger)
+            if not args.new_only:
+                runs["old gate + model"] = await run(
+                    items, embedder, default_gate=False, tagger=tagger
+                )
             runs["new gate + model"] = await run(items, embedder, default_gate=True, tagger=tagger)
             u = backend.usage
             print(f"<!-- model calls {u.calls}, fallbacks {u.fallbacks}, "
