@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from cranimem_mcp.durable import Durability
+from cranimem_mcp.gating import gate
+from cranimem_mcp.models import Judgement
+
 pytestmark = pytest.mark.anyio
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
@@ -167,3 +171,40 @@ async def test_a_pinned_repeat_pins_the_memory_it_repeats(open_engine):
         assert again.status == "merged" and again.id == first.id and again.pinned
         (row,) = await engine.episodic.get([first.id])
         assert row["pinned"] is True and row["importance"] == 1.0
+
+
+# --- the model's look in the band ---------------------------------------------------------
+
+
+class _Judge:
+    """A tagger whose judgement is fixed: what the gate does with a model's answer."""
+
+    def __init__(self, keep: bool, judged_by: str) -> None:
+        self.name, self.calls = "ollama:test", 0
+        self._answer = Judgement(keep=keep, kind="fact", reason="stub", judged_by=judged_by)
+
+    async def judge(self, content: str, goal: str) -> Judgement:
+        self.calls += 1
+        return self._answer
+
+
+async def _decide(p: float, tagger: _Judge, band: float = 0.2):
+    return await gate(
+        "text", "goal", relevance=0.0, nearest=-1.0, tau_noise=0.15, tau_context=0.45,
+        second_look=True, tagger=tagger, band=band,
+        durability=Durability(probability=p, threshold=0.5, health=False),
+    )  # fmt: skip
+
+
+async def test_a_model_may_keep_a_near_miss_but_never_rejects_a_keep():
+    yes, no = _Judge(True, "ollama:test"), _Judge(False, "ollama:test")
+    assert (await _decide(0.4, yes)).keep  # in the band: the model keeps it
+    assert not (await _decide(0.2, yes)).keep and yes.calls == 1  # below the band: not asked
+    assert (await _decide(0.6, no)).keep and no.calls == 0  # a keep is never put to the model
+    assert not (await _decide(0.4, no)).keep
+
+
+async def test_the_models_fallback_does_not_decide_in_the_band():
+    fallback = _Judge(True, "heuristic")  # the model failed and the heuristics answered
+    decision = await _decide(0.4, fallback)
+    assert not decision.keep and decision.stage == "durable"
