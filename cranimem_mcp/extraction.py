@@ -1,15 +1,27 @@
 """The heuristic extractor: the linkage engine's model (paper B.4) when no LLM answers.
 
-A real fallback, not a stub. It finds proper-noun spans, dates and the common personal-fact
-patterns (lives in, works at, prefers, is allergic to, uses), and relates entities that
-co-occur in a sentence by the verb phrase between them. :func:`canonical_name` is the merge
-key of an entity everywhere (graph nodes, replay's entity counts, forget by entity).
+A real fallback, not a stub. It reads each sentence's dependency parse (spaCy's small English
+pipeline, :mod:`cranimem_mcp.syntax`) and turns clauses into facts: subject-verb-object and
+verb-preposition-object with coordination on both sides, copulas ("Tom is my brother",
+"Biscuit is a beagle"), possessives and appositions ("my sister Ana", "User's manager is
+..."), relative clauses and participles ("which is based in", "directed by"), passives
+written active, negation (``not_`` before the predicate: "doesn't like X" never gives
+``likes``), and he/she resolved to the last person named. First person and "the user" are
+the entity ``User`` (in a transcript turn "Name: ...", the speaker). Canonical predicates
+come from a small table of verb lemmas (:data:`VERBS`); any other verb keeps its lemma (and
+preposition). The named-entity labels give the entity types.
+
+:func:`canonical_name` is the merge key of an entity everywhere (graph nodes, replay's entity
+counts, forget by entity); :data:`DATE`, :data:`FIRST_PERSON` and :func:`proper_spans` are
+the lexical cues the heuristic tagger shares.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from . import syntax
 from .models import Entity, Extraction, Relation
 
 # Shared with the tagger (cranimem_mcp.heuristics).
@@ -136,94 +148,6 @@ _STOP_INITIAL = {
     "One",
     "Two",
 }
-_ORG_SUFFIX = {
-    "inc",
-    "inc.",
-    "corp",
-    "corporation",
-    "ltd",
-    "llc",
-    "gmbh",
-    "ag",
-    "sa",
-    "labs",
-    "lab",
-    "robotics",
-    "systems",
-    "university",
-    "bank",
-    "company",
-    "co",
-    "group",
-    "technologies",
-    "foundation",
-    "institute",
-    "college",
-    "school",
-    "hospital",
-    "airlines",
-    "studios",
-    "press",
-    "agency",
-    "ministry",
-    "council",
-    "club",
-    "team",
-    "fc",
-    "records",
-    "software",
-    "industries",
-}
-_EVENT_WORDS = {
-    "marathon",
-    "conference",
-    "festival",
-    "summit",
-    "wedding",
-    "meetup",
-    "olympics",
-    "championship",
-    "cup",
-    "war",
-    "election",
-    "concert",
-}
-_KIN = (
-    "partner|wife|husband|sister|brother|mother|father|mom|mum|dad|daughter|son|friend|"
-    "colleague|boss|manager|cousin|aunt|uncle|girlfriend|boyfriend|roommate|neighbou?r|"
-    "cat|dog|doctor|dentist|teacher"
-)
-_KIN_RE = re.compile(rf"\b(?i:my)\s+({_KIN})\s+([A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)?)")
-_DETERMINERS = {"the", "a", "an", "also", "now", "currently", "still", "really", "just", "then"}
-
-# Canonical names for the common personal-fact patterns (so supersession works without an LLM).
-_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"^(?:also\s+)?(?:now\s+)?(?:lives?|living|has lived|live)\s+in$"), "lives_in"),
-    (re.compile(r"^(?:just\s+)?(?:moved|relocated|move)\s+to$"), "lives_in"),
-    (re.compile(r"^(?:is\s+|am\s+)?(?:based|headquartered|located|situated)\s+in$"), "based_in"),
-    (re.compile(r"^(?:works?|working|worked)\s+(?:at|for)$"), "works_at"),
-    (re.compile(r"^(?:is\s+|am\s+)?employed\s+(?:at|by)$"), "works_at"),
-    (re.compile(r"^(?:joined)$"), "works_at"),
-    (re.compile(r"^(?:prefers?|preferred)$"), "prefers"),
-    (re.compile(r"^(?:is\s+|am\s+|'m\s+)?allergic\s+to$"), "is_allergic_to"),
-    (re.compile(r"^(?:uses?|using)$"), "uses"),
-    (re.compile(r"^(?:was\s+)?born\s+in$"), "born_in"),
-    (re.compile(r"^(?:is\s+)?(?:in|part of)$"), "located_in"),
-]
-# First-person patterns whose object may be a lower-case noun phrase ("tea", "shellfish").
-_FIRST_PERSON_FACTS = re.compile(
-    r"\b(?:i|we|and)\s+(?:am\s+|'m\s+)?(?:also\s+|now\s+|still\s+|just\s+)?"
-    r"(live in|lives in|moved to|work at|work for|prefer|am allergic to|'m allergic to|"
-    r"allergic to|use|was born in)\s+"
-    r"(?:(?:the|a|an|my)\s+)?"
-    r"([\w'’\-]+(?:\s+(?!(?:and|or|over|but|because|with|as|for|in|at|on|to|from|since|"
-    r"these|this|that|those|now|nowadays|lately|today|tonight|anymore|instead|too|again|"
-    r"every|so|then|when|very|really|though|actually)\b)"
-    r"[\w'’\-]+){0,3})",
-    re.I,
-)
-
-
 def canonical_name(name: str) -> str:
     """The merge key of an entity: 'Osaka', 'osaka' and ' Osaka ' are one node."""
     return " ".join(name.replace("’", "'").split()).strip(" .,;:!?\"'()[]{}").casefold()
@@ -270,125 +194,573 @@ def proper_spans(sentence: str) -> list[tuple[int, int, str]]:
     return [s for s in spans if s[2] not in _STOP_INITIAL]
 
 
-def _entity_type(name: str, before: str, sentence: str) -> str:
-    words = name.lower().split()
-    if DATE.fullmatch(name) or re.fullmatch(rf"(?:{MONTHS})", name):
-        return "Date"
-    if words and (words[-1] in _ORG_SUFFIX or words[0] in _ORG_SUFFIX):
-        return "Organization"
-    if words and (set(words) & _EVENT_WORDS):
-        return "Event"
-    prev = before.lower().split()[-3:]
-    if prev and prev[-1] in {"use", "uses", "using", "with"} and not FIRST_PERSON.search(name):
-        return "Tool"
-    if prev and prev[-1] in {"project"}:
-        return "Project"
-    if prev and prev[-1] in {"at", "for", "joined"} and re.search(r"\bwork", before.lower()):
-        return "Organization"
-    if prev and prev[-1] in {"in", "to", "from", "near", "visit", "visiting", "of"}:
-        return "Location"
-    if re.search(rf"\bmy\s+({_KIN})\s*$", before, re.I):
-        return "Person"
-    if len(words) in (2, 3) and all(w[:1].isalpha() for w in words):
-        return "Person"
-    after = sentence.lower()
-    if re.search(rf"\b{re.escape(name.lower())}\s+(works|lives|said|is a|was a|and i)\b", after):
-        return "Person"
-    return "Other"
 
 
-_PRONOUNS = {"i", "we", "you", "he", "she", "they", "me", "my", "our", "your", "his", "her", "its"}
+# --- the parse-based extractor --------------------------------------------------------------
+
+# (verb lemma, preposition or None for the direct object) -> canonical predicate.
+VERBS: dict[tuple[str, str | None], str] = {
+    ("live", "in"): "lives_in",
+    ("live", "on"): "lives_in",
+    ("reside", "in"): "lives_in",
+    ("settle", "in"): "lives_in",
+    ("move", "to"): "lives_in",
+    ("relocate", "to"): "lives_in",
+    ("work", "at"): "works_at",
+    ("work", "for"): "works_at",
+    ("intern", "at"): "works_at",
+    ("study", "at"): "studies_at",
+    ("attend", None): "studies_at",
+    ("bear", "in"): "born_in",
+    ("base", "in"): "based_in",
+    ("headquarter", "in"): "based_in",
+    ("locate", "in"): "located_in",
+    ("situate", "in"): "located_in",
+    ("write", "in"): "written_in",
+    ("code", "in"): "written_in",
+    ("build", "with"): "uses",
+    ("marry", "to"): "married_to",
+    ("marry", None): "married_to",
+    ("speak", None): "speaks",
+    ("use", None): "uses",
+    ("prefer", None): "prefers",
+    ("like", None): "likes",
+    ("love", None): "likes",
+    ("enjoy", None): "likes",
+    ("adore", None): "likes",
+    ("dislike", None): "dislikes",
+    ("hate", None): "dislikes",
+    ("detest", None): "dislikes",
+    ("loathe", None): "dislikes",
+    ("own", None): "owns",
+    ("drive", None): "owns",
+    ("manage", None): "manages",
+    ("lead", None): "manages",
+    ("supervise", None): "manages",
+    ("found", None): "founded",
+    ("cofound", None): "founded",
+    ("co-found", None): "founded",
+    ("write", None): "wrote",
+    ("direct", None): "directed",
+    ("create", None): "created",
+    ("play", None): "plays",
+}
+# "can't stand X", "is a fan of X", "is a member of X", ...: (noun, preposition) -> predicate
+_NOUN_PREPS = {
+    ("member", "of"): "member_of",
+    ("part", "of"): "member_of",
+    ("fan", "of"): "likes",
+    ("student", "at"): "studies_at",
+    ("student", "of"): "studies_at",
+    ("employee", "at"): "works_at",
+    ("employee", "of"): "works_at",
+    ("native", "of"): "born_in",
+}
+# Adjectives that state what someone is ("I'm vegetarian" is_a vegetarian).
+_IDENTITY_ADJ = {
+    "vegetarian", "vegan", "pescatarian", "diabetic", "celiac", "coeliac", "pregnant",
+    "deaf", "blind", "colorblind", "colourblind", "epileptic", "asthmatic", "left-handed",
+    "right-handed", "retired", "single", "divorced", "widowed", "autistic", "dyslexic",
+}  # fmt: skip
+# Verbs whose clause is a wish or plan, not a fact ("wants to move to Berlin").
+_IRREALIS = {"want", "plan", "hope", "intend", "try", "consider", "wish", "think", "dream",
+             "aim", "might", "would", "could", "should"}  # fmt: skip
+_FIRST = {"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"}
+_THIRD_PERSON = {"he", "she", "him", "her", "his", "hers", "they", "them", "their"}
+_RELATIVE = {"which", "that", "who", "whom", "whose"}
+_SKIP_MODIFIERS = {"new", "old", "favorite", "favourite", "current", "former", "other",
+                   "same", "own", "little", "big", "first", "last", "best", "whole",
+                   "recent", "next", "previous", "main", "usual", "local", "own"}  # fmt: skip
+_NOT_THINGS = {"time", "day", "week", "month", "year", "moment", "way", "lot", "thing",
+               "something", "anything", "everything", "nothing", "one", "bit", "kind"}  # fmt: skip
+_ENT_TYPES = {
+    "PERSON": "Person",
+    "ORG": "Organization",
+    "GPE": "Location",
+    "LOC": "Location",
+    "FAC": "Location",
+    "DATE": "Date",
+    "TIME": "Date",
+    "EVENT": "Event",
+    "PRODUCT": "Tool",
+}
+_SKIP_ENTS = {"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "TIME"}
+_OBJECT_TYPES = {
+    "lives_in": "Location",
+    "born_in": "Location",
+    "located_in": "Location",
+    "based_in": "Location",
+    "works_at": "Organization",
+    "studies_at": "Organization",
+    "member_of": "Organization",
+    "uses": "Tool",
+    "written_in": "Tool",
+    "prefers": "Preference",
+    "likes": "Preference",
+    "dislikes": "Preference",
+}
+# "Melanie: I just ..." and "[1:56 pm on 8 May, 2023] Melanie: ..." name the speaker.
+_SPEAKER = re.compile(r"^\s*(?:\[[^\]]{0,80}\]\s*)?([A-Z][\w'’\-]*(?: [A-Z][\w'’\-]*)?):\s+")
+# A note without a subject is about the user: "Prefers answers in British English."
+_SUBJECTLESS = re.compile(
+    r"^(?:prefers|likes|loves|enjoys|dislikes|hates|uses|lives|works|speaks|wants|needs|"
+    r"drinks|eats|avoids|owns|has|is|studies|plays|drives|takes|runs|reads|writes|"
+    r"teaches|volunteers|goes|keeps|follows|supports|favou?rs|attends|manages|leads)\b",
+    re.I,
+)
 
 
-def _predicate(between: str) -> str | None:
-    words = [w for w in re.findall(r"[a-z'’]+", between.lower()) if w not in _DETERMINERS]
-    phrase = " ".join(words)
-    if not words or re.search(r"[,;:()]", between):
-        return None
-    for pattern, name in _PATTERNS:
-        if pattern.match(phrase):
-            return name
-    # A pronoun between two names means the words belong to another clause ("2012 I work at").
-    if len(words) > 4 or _PRONOUNS & set(words) or "and" in words:
-        return None
-    return "_".join(words)
+class _Reader:
+    """Facts of one text, sentence by sentence (a new reader per text)."""
 
+    def __init__(self, speaker: str) -> None:
+        self.speaker = speaker
+        self.entities: dict[str, Entity] = {}
+        self.relations: dict[tuple[str, str, str], Relation] = {}
+        self.last_person: str | None = None
 
-def extract_one(text: str) -> Extraction:
-    entities: dict[str, Entity] = {}
-    relations: dict[tuple[str, str, str], Relation] = {}
+    # -- nodes --
 
-    def add_entity(name: str, type_: str) -> str:
+    def entity(self, name: str, type_: str) -> str:
         key = canonical_name(name)
-        if key and (key not in entities or entities[key].type == "Other"):
-            entities[key] = Entity(name=name.strip(), type=type_)  # type: ignore[arg-type]
-        return entities[key].name if key in entities else name
+        if key and (key not in self.entities or self.entities[key].type == "Other"):
+            self.entities[key] = Entity(name=name.strip(), type=type_)  # type: ignore[arg-type]
+        return self.entities[key].name if key in self.entities else name
 
-    def relate(subject: str, predicate: str, obj: str) -> None:
-        if canonical_name(subject) == canonical_name(obj) or not predicate:
+    def relate(self, subject: str | None, predicate: str, obj: str | None) -> None:
+        if not subject or not obj or not predicate:
             return
-        relations.setdefault(
+        if canonical_name(subject) == canonical_name(obj):
+            return
+        self.relations.setdefault(
             (canonical_name(subject), predicate, canonical_name(obj)),
             Relation(subject=subject, predicate=predicate, object=obj),
         )
 
-    for sentence in _SENTENCE.split(text):
-        if not sentence.strip():
-            continue
-        found: list[tuple[int, int, str]] = []
-        for m in DATE.finditer(sentence):
-            date = re.sub(r"^(in|on|by|until|since)\s+", "", m.group(), flags=re.I)
-            start = m.end() - len(date)
-            add_entity(date, "Date")
-            found.append((start, m.end(), date))
-        for start, end, name in proper_spans(sentence):
-            if any(s <= start < e or s < end <= e for s, e, _ in found):
-                continue
-            add_entity(name, _entity_type(name, sentence[:start], sentence))
-            found.append((start, end, name))
-        user_mentioned = bool(re.search(r"\b(i|i'm|my|me)\b", sentence, re.I))
-        for m in _KIN_RE.finditer(sentence):
-            person = add_entity(m.group(2), "Person")
-            relate("User", f"has_{m.group(1).lower()}", person)
-        for m in _FIRST_PERSON_FACTS.finditer(sentence):
-            if m.group().lower().startswith("and") and not user_mentioned:
-                continue  # "... and work at X" counts only in a first-person sentence
-            verb = " ".join(m.group(1).lower().replace("’", "'").split())
-            predicate = _predicate(verb.replace("'m ", "").replace("am ", "")) or "related_to"
-            obj = m.group(2).strip(" .,;:!?")
-            span = next((f for f in found if f[0] == m.start(2)), None)
-            obj = span[2] if span else obj
-            if predicate == "lives_in":
-                type_ = "Location"
-            elif predicate == "works_at":
-                type_ = "Organization"
-            elif predicate == "uses":
-                type_ = "Tool"
+    def phrase(self, tok: Any) -> str | None:
+        """The name a noun token stands for: its named entity, or the noun with its compound
+        and adjective modifiers ("green tea", "backend engineer")."""
+        if tok.ent_type_ and tok.ent_type_ not in _SKIP_ENTS:
+            ent = next((e for e in tok.doc.ents if e.start <= tok.i < e.end), None)
+            if ent is not None:
+                words = [t for t in ent if t.dep_ not in ("det", "case") and t.tag_ != "POS"]
+                if words:
+                    return tok.doc[words[0].i : words[-1].i + 1].text
+        if tok.pos_ not in ("NOUN", "PROPN", "NUM", "ADJ", "X", "VERB"):
+            return None
+        if tok.lemma_.lower() in _NOT_THINGS and tok.pos_ == "NOUN":
+            return None
+        left = tok.i
+        for child in sorted(tok.lefts, key=lambda t: -t.i):
+            if child.i != left - 1:
+                break
+            if child.dep_ in ("compound", "amod", "nmod", "npadvmod") and not (
+                child.lower_ in _SKIP_MODIFIERS or child.ent_type_ in ("DATE", "TIME")
+                or child.pos_ == "NUM"
+            ):
+                left = child.i
+                for grand in sorted(child.lefts, key=lambda t: -t.i):
+                    if grand.i == left - 1 and grand.dep_ in ("compound", "amod"):
+                        left = grand.i
             else:
-                type_ = "Preference"
-            obj = add_entity(obj, type_ if not span else entities[canonical_name(obj)].type)
-            relate("User", predicate, obj)
-            if predicate == "uses":
-                rest = sentence[m.end(2) :]
-                for extra in re.finditer(r"^\s*(?:,|and)\s+([A-Z][\w'’\-]*)", rest):
-                    relate("User", "uses", add_entity(extra.group(1), "Tool"))
-        if user_mentioned and relations:
-            add_entity("User", "Person")
-        found.sort()
-        for (_s1, e1, a), (s2, _e2, b) in zip(found, found[1:], strict=False):
-            predicate = _predicate(sentence[e1:s2])
-            dated = "Date" in (entities[canonical_name(a)].type, entities[canonical_name(b)].type)
-            if predicate is not None and not dated:
-                relate(a, predicate, b)
-            elif s2 - e1 < 120 and not dated:
-                # Why not dates: a date is when something happened (the memory's event time),
-                # not a thing related to the names around it.
-                relate(a, "related_to", b)
-    return Extraction(entities=list(entities.values()), relations=list(relations.values()))
+                break
+        text = tok.doc[left : tok.i + 1].text
+        return text.strip(" .,;:!?\"'") or None
+
+    def ref(self, tok: Any) -> str | None:
+        """The entity a subject or object token refers to, or None."""
+        low = tok.lower_
+        if low in _FIRST:
+            return self.entity(self.speaker, "Person")
+        if low in ("you", "your", "yours", "it", "its", "this", "that", "there", "these",
+                   "those", "what", "something", "someone", "everyone"):  # fmt: skip
+            if low in _RELATIVE:
+                return self.relative(tok)
+            return None
+        if low in _THIRD_PERSON:
+            return self.last_person
+        if low in _RELATIVE or tok.tag_ in ("WDT", "WP"):
+            return self.relative(tok)
+        if tok.lemma_.lower() == "user" and tok.pos_ in ("NOUN", "PROPN"):
+            return self.entity("User", "Person")
+        named = self.named_by(tok)
+        if named is not None:
+            return named
+        name = self.phrase(tok)
+        if name is None:
+            return None
+        if tok.ent_type_ == "PERSON":
+            self.last_person = name
+        return self.entity(name, _ENT_TYPES.get(tok.ent_type_, "Other"))
+
+    def relative(self, tok: Any) -> str | None:
+        clause = tok.head
+        while clause.dep_ not in ("relcl", "acl") and clause.head.i != clause.i:
+            clause = clause.head
+        return self.ref(clause.head) if clause.dep_ in ("relcl", "acl") else None
+
+    def named_by(self, tok: Any) -> str | None:
+        """A relation noun with a possessor and a name ("my sister Ana", "User's project
+        Ferrous", "Ana, my sister"): the name, after relating the possessor to it."""
+        if tok.pos_ != "NOUN":
+            return None
+        names = [c for c in tok.children if c.dep_ in ("appos", "compound") and c.pos_ == "PROPN"]
+        if not names and tok.head.pos_ == "PROPN" and tok.dep_ in ("compound", "appos"):
+            names = [tok.head]
+        if not names:
+            return None
+        owner = next((c for c in tok.children if c.dep_ == "poss"), None)
+        if owner is None and names[0].i == tok.head.i:
+            owner = next((c for c in tok.head.children if c.dep_ == "poss"), None)
+        name_tok = names[0]
+        name = self.phrase(name_tok) or name_tok.text
+        type_ = "Person" if name_tok.ent_type_ in ("PERSON", "") else _ENT_TYPES.get(
+            name_tok.ent_type_, "Other")
+        name = self.entity(name, type_)
+        if type_ == "Person":
+            self.last_person = name
+        if owner is not None:
+            self.relate(self.ref(owner), f"has_{tok.lemma_.lower()}", name)
+        return name
+
+    # -- clauses --
+
+    def sentence(self, sent: Any) -> None:
+        for ent in sent.ents:
+            if ent.label_ not in _SKIP_ENTS:
+                text = ent.text[4:] if ent.text.lower().startswith("the ") else ent.text
+                self.entity(text, _ENT_TYPES.get(ent.label_, "Other"))
+                if ent.label_ == "PERSON" and ent.start < sent.end:
+                    pass
+        for tok in sent:
+            if tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass"):
+                self.clause(tok)
+            elif tok.pos_ == "NOUN":
+                self.named_by(tok)
+                self.noun_facts(tok)
+            if tok.ent_type_ == "PERSON" and tok.dep_ in ("nsubj", "nsubjpass", "appos", "attr",
+                                                          "pobj", "dobj", "conj"):  # fmt: skip
+                self.last_person = self.phrase(tok) or self.last_person
+
+    def subjects(self, verb: Any) -> list[Any]:
+        subs = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass", "csubj", "expl")]
+        if subs:
+            return self.spread(subs)
+        if verb.dep_ in ("conj", "xcomp", "advcl") and verb.head.i != verb.i:
+            if verb.dep_ == "conj" or verb.head.pos_ in ("VERB", "AUX"):
+                return self.subjects(verb.head)
+        if verb.dep_ in ("relcl", "acl") and verb.head.pos_ in ("NOUN", "PROPN", "PRON"):
+            return [verb.head]
+        return []
+
+    @staticmethod
+    def spread(tokens: list[Any]) -> list[Any]:
+        """A token and its coordinated siblings ("Ana and Tom", "Vienna and Budapest")."""
+        out: list[Any] = []
+        todo = list(tokens)
+        while todo:
+            t = todo.pop(0)
+            if t in out:
+                continue
+            out.append(t)
+            todo.extend(c for c in t.children if c.dep_ == "conj" and c.pos_ != "VERB")
+        return out
+
+    def irrealis(self, verb: Any) -> bool:
+        """Part of a wish, plan, question or condition: no fact."""
+        t = verb
+        while True:
+            if t.lemma_.lower() in _IRREALIS and t.i != verb.i:
+                return True
+            if any(c.dep_ == "aux" and c.lemma_.lower() in _IRREALIS | {"will"} for c in t.children):
+                return True
+            if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in t.children):
+                return True
+            if t.dep_ not in ("xcomp", "conj", "ccomp") or t.head.i == t.i:
+                return False
+            t = t.head
+
+    def clause(self, verb: Any) -> None:
+        if self.irrealis(verb):
+            return
+        subjects = [s for s in (self.ref(t) for t in self.subjects(verb)) if s]
+        if verb.dep_ == "acl" and verb.tag_ == "VBN" and not any(
+            c.dep_ in ("nsubj", "nsubjpass") for c in verb.children
+        ):
+            self.participle(verb)
+            return
+        if not subjects:
+            return
+        negated = any(c.dep_ == "neg" for c in verb.children)
+        neg = "not_" if negated else ""
+        lemma = verb.lemma_.lower()
+        passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
+        if lemma == "be":
+            self.copula(verb, subjects, neg)
+            return
+        for child in verb.children:
+            if child.dep_ in ("dobj", "attr", "oprd") and not passive:
+                for obj_tok in self.spread([child]):
+                    self.direct(verb, lemma, subjects, obj_tok, neg)
+            elif child.dep_ == "agent" and passive:
+                for obj_tok in self.spread([c for c in child.children if c.dep_ == "pobj"]):
+                    agent = self.ref(obj_tok)
+                    pred = "works_at" if lemma == "employ" else VERBS.get((lemma, None), lemma)
+                    for s in subjects:
+                        if lemma == "employ":
+                            self.relate(s, neg + pred, agent)
+                        else:
+                            self.relate(agent, neg + pred, s)
+            elif child.dep_ == "prep":
+                self.prep(lemma, child, subjects, neg)
+            elif child.dep_ == "acomp":
+                for adj in self.spread([child]):
+                    self.adjective(adj, subjects, neg)
+
+    def direct(self, verb: Any, lemma: str, subjects: list[str], obj_tok: Any, neg: str) -> None:
+        if obj_tok.ent_type_ in ("DATE", "TIME"):
+            return
+        low = obj_tok.lemma_.lower()
+        if lemma in ("have", "get", "adopt") and low in ("allergy",):
+            self.allergy(obj_tok, subjects, neg)
+            return
+        named = self.called(obj_tok)
+        if lemma in ("have", "get", "adopt", "raise") and named is not None:
+            for s in subjects:
+                self.relate(s, f"{neg}has_{low}", named)
+            return
+        obj = named or self.ref(obj_tok)
+        if lemma in ("have",):
+            pred = "owns"
+        elif lemma == "join":
+            pred = "works_at" if obj_tok.ent_type_ == "ORG" else "member_of"
+        elif lemma == "stand" and any(c.lower_ in ("ca", "can") for c in verb.children):
+            pred, neg = "dislikes", ""
+        else:
+            pred = VERBS.get((lemma, None), lemma)
+        if obj is not None:
+            for s in subjects:
+                self.relate(s, neg + pred, obj)
+        obj_type = _OBJECT_TYPES.get(pred)
+        if obj is not None and obj_type:
+            self.retype(obj, obj_type)
+        # "teaches chemistry at Kyoto University": a preposition the parser hung on the object
+        for prep in (c for c in obj_tok.children if c.dep_ == "prep"):
+            if prep.lower_ in ("at", "for") and lemma not in ("have",):
+                self.prep(lemma, prep, subjects, neg)
+
+    def prep(self, lemma: str, prep: Any, subjects: list[str], neg: str) -> None:
+        word = prep.lower_
+        for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
+            if obj_tok.ent_type_ in ("DATE", "TIME") or obj_tok.lemma_.lower() in _NOT_THINGS:
+                continue
+            obj = self.ref(obj_tok)
+            if word == "as":
+                pred = "is_a"
+            else:
+                pred = VERBS.get((lemma, word), f"{lemma}_{word}")
+            for s in subjects:
+                self.relate(s, neg + pred, obj)
+            if obj is not None and pred in _OBJECT_TYPES:
+                self.retype(obj, _OBJECT_TYPES[pred])
+
+    def participle(self, verb: Any) -> None:
+        """"a film directed by X", "a company based in Y", "a beagle called Biscuit"."""
+        head = verb.head
+        subject = self.stands_for(head)
+        lemma = verb.lemma_.lower()
+        for child in verb.children:
+            if child.dep_ == "agent":
+                for a in self.spread([c for c in child.children if c.dep_ == "pobj"]):
+                    self.relate(self.ref(a), VERBS.get((lemma, None), lemma), subject)
+            elif child.dep_ == "prep":
+                self.prep(lemma, child, [subject] if subject else [], "")
+
+    def stands_for(self, noun: Any) -> str | None:
+        """A class noun stands for what it is said of: in "Inception is a film directed by
+        X", the film is Inception."""
+        if noun.dep_ == "attr" and noun.head.lemma_ == "be":
+            subs = [c for c in noun.head.children if c.dep_ in ("nsubj", "nsubjpass")]
+            if subs:
+                return self.ref(subs[0])
+        if noun.dep_ == "appos":
+            return self.ref(noun.head)
+        return self.ref(noun)
+
+    def called(self, noun: Any) -> str | None:
+        """"a beagle called Biscuit" / "a cat named Miso": the name (is_a the noun)."""
+        for acl in (c for c in noun.children if c.dep_ == "acl"):
+            if acl.lemma_.lower() in ("call", "name"):
+                for n in acl.children:
+                    if n.dep_ in ("oprd", "attr", "dobj", "npadvmod") and n.pos_ == "PROPN":
+                        name = self.entity(self.phrase(n) or n.text, "Other")
+                        cls = self.phrase(noun)
+                        if cls:
+                            self.relate(name, "is_a", cls)
+                        return name
+        names = [c for c in noun.children if c.dep_ == "appos" and c.pos_ == "PROPN"]
+        if names:
+            return self.entity(self.phrase(names[0]) or names[0].text, "Other")
+        return None
+
+    def copula(self, verb: Any, subjects: list[str], neg: str) -> None:
+        subj_toks = self.subjects(verb)
+        for child in verb.children:
+            if child.dep_ == "attr":
+                for attr in self.spread([child]):
+                    self.attribute(attr, subj_toks, subjects, neg)
+            elif child.dep_ == "acomp":
+                for adj in self.spread([child]):
+                    self.adjective(adj, subjects, neg)
+            elif child.dep_ == "prep":
+                word = child.lower_
+                for obj_tok in self.spread([c for c in child.children if c.dep_ == "pobj"]):
+                    if obj_tok.ent_type_ in ("DATE", "TIME"):
+                        continue
+                    pred = {"in": "located_in", "from": "from", "on": "member_of"}.get(
+                        word, f"be_{word}")
+                    for s in subjects:
+                        self.relate(s, neg + pred, self.ref(obj_tok))
+
+    def attribute(self, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
+        if attr.like_num or attr.ent_type_ in ("CARDINAL", "DATE") and attr.text.isdigit():
+            for s in subjects:
+                self.relate(s, neg + "has_age", self.entity(attr.text, "Other"))
+            return
+        owner = next((c for c in attr.children if c.dep_ == "poss"), None)
+        of = [p for p in attr.children if p.dep_ == "prep" and p.lower_ == "of"]
+        if attr.pos_ == "NOUN" and (owner is not None or (of and attr.lemma_ in _KIN_NOUNS)):
+            # "Tom is my brother" / "Tom is the brother of Ana"
+            possessor = self.ref(owner) if owner is not None else None
+            if possessor is None and of:
+                objs = [c for c in of[0].children if c.dep_ == "pobj"]
+                possessor = self.ref(objs[0]) if objs else None
+            for s in subjects:
+                self.relate(possessor, f"{neg}has_{attr.lemma_.lower()}", s)
+            if attr.lemma_.lower() in _KIN_NOUNS or owner is not None:
+                return
+        # "My manager is Lena" / "User's manager is Priya Raman"
+        for st in subj_toks:
+            sowner = next((c for c in st.children if c.dep_ == "poss"), None)
+            if st.pos_ == "NOUN" and sowner is not None and attr.pos_ == "PROPN":
+                name = self.ref(attr)
+                self.relate(self.ref(sowner), f"{neg}has_{st.lemma_.lower()}", name)
+                if name and (attr.ent_type_ in ("PERSON", "") or st.lemma_ in _KIN_NOUNS):
+                    self.retype(name, "Person")
+                    self.last_person = name
+                return
+        cls = self.phrase(attr)
+        if cls and not (attr.pos_ == "PRON"):
+            for s in subjects:
+                self.relate(s, neg + "is_a", self.entity(cls, "Other") if attr.pos_ != "PROPN"
+                            else self.ref(attr))
+        for prep in (c for c in attr.children if c.dep_ == "prep"):
+            key = (attr.lemma_.lower(), prep.lower_)
+            for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
+                if obj_tok.ent_type_ in ("DATE", "TIME"):
+                    continue
+                pred = _NOUN_PREPS.get(key)
+                if pred is None and prep.lower_ in ("in", "near") and obj_tok.ent_type_ in (
+                    "GPE", "LOC"
+                ):
+                    pred = "located_in" if prep.lower_ == "in" else "located_near"
+                if pred is None and prep.lower_ in ("at", "for") and obj_tok.ent_type_ == "ORG":
+                    pred = "works_at"
+                if pred:
+                    for s in subjects:
+                        self.relate(s, neg + pred, self.ref(obj_tok))
+        for clause in (c for c in attr.children if c.dep_ in ("acl", "relcl")):
+            if clause.tag_ == "VBN" and not any(c.dep_.startswith("nsubj") for c in clause.children):
+                self.participle(clause)
+
+    def adjective(self, adj: Any, subjects: list[str], neg: str) -> None:
+        low = adj.lower_
+        preps = [c for c in adj.children if c.dep_ == "prep"]
+        for prep in preps:
+            for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
+                pred = {"allergic": "allergic_to", "married": "married_to",
+                        "intolerant": "intolerant_to"}.get(low, f"{low}_{prep.lower_}")  # fmt: skip
+                for s in subjects:
+                    self.relate(s, neg + pred, self.ref(obj_tok))
+        if not preps and low in _IDENTITY_ADJ:
+            for s in subjects:
+                self.relate(s, neg + "is_a", self.entity(low, "Other"))
+
+    def allergy(self, noun: Any, subjects: list[str], neg: str) -> None:
+        """"has a peanut allergy" / "an allergy to cats"."""
+        things = [c for c in noun.children if c.dep_ in ("compound", "amod", "nmod")]
+        for prep in (c for c in noun.children if c.dep_ == "prep" and c.lower_ == "to"):
+            things += [c for c in prep.children if c.dep_ == "pobj"]
+        for thing in self.spread(things):
+            for s in subjects:
+                self.relate(s, neg + "allergic_to", self.entity(self.phrase(thing) or thing.text,
+                                                               "Other"))
+
+    def noun_facts(self, noun: Any) -> None:
+        """Facts a noun phrase states by itself: "Dev, a data scientist" (is_a)."""
+        if noun.dep_ == "appos" and noun.head.pos_ == "PROPN":
+            head = self.ref(noun.head)
+            cls = self.phrase(noun)
+            if head and cls:
+                self.relate(head, "is_a", self.entity(cls, "Other"))
+        if noun.lemma_.lower() == "allergy":
+            owner = next((c for c in noun.children if c.dep_ == "poss"), None)
+            if owner is not None:
+                self.allergy(noun, [s for s in [self.ref(owner)] if s], "")
+
+    def retype(self, name: str, type_: str) -> None:
+        key = canonical_name(name)
+        if key in self.entities and self.entities[key].type == "Other":
+            self.entities[key] = Entity(name=self.entities[key].name, type=type_)  # type: ignore[arg-type]
+
+
+_KIN_NOUNS = {
+    "partner", "wife", "husband", "sister", "brother", "mother", "father", "mom", "mum", "dad",
+    "daughter", "son", "friend", "colleague", "boss", "manager", "cousin", "aunt", "uncle",
+    "girlfriend", "boyfriend", "roommate", "neighbor", "neighbour", "grandmother",
+    "grandfather", "grandma", "grandpa", "niece", "nephew", "fiancé", "fiance", "fiancée",
+    "spouse", "sibling", "child", "kid", "parent", "mentor", "coworker", "teammate",
+    "doctor", "dentist", "therapist", "teacher", "dog", "cat", "pet",
+}  # fmt: skip
+
+
+def extract_one(text: str) -> Extraction:
+    """The facts of one memory, from its dependency parse."""
+    speaker = "User"
+    match = _SPEAKER.match(text)
+    if match and match.group(1) not in ("Note", "User", "Update", "Reminder", "Fact", "Todo"):
+        speaker, text = match.group(1), text[match.end() :]
+    elif match:
+        text = text[match.end() :]
+    reader = _Reader(speaker)
+    if speaker != "User":
+        reader.entity(speaker, "Person")
+    doc = syntax.parse(text)
+    for sent in doc.sents:
+        stripped = sent.text.strip()
+        if _SUBJECTLESS.match(stripped) and not any(
+            t.dep_ in ("nsubj", "nsubjpass") and t.head.dep_ == "ROOT" and t.i > sent.start
+            for t in sent
+        ):
+            # A note without its subject: read it with one.
+            redo = syntax.parse(f"{speaker} {stripped[0].lower()}{stripped[1:]}")
+            for s in redo.sents:
+                reader.sentence(s)
+            continue
+        reader.sentence(sent)
+    if any(r.subject == speaker or r.object == speaker for r in reader.relations.values()):
+        reader.entity(speaker, "Person")
+    for rel in reader.relations.values():
+        for name in (rel.subject, rel.object):
+            if canonical_name(name) not in reader.entities:
+                reader.entity(name, "Other")
+    return Extraction(
+        entities=list(reader.entities.values()), relations=list(reader.relations.values())
+    )
 
 
 class HeuristicExtractor:
-    """Proper-noun entities, personal-fact patterns and co-occurrence relations."""
+    """Facts from each sentence's dependency parse (no LLM)."""
 
     name = "heuristic"
 

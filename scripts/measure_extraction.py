@@ -1,0 +1,136 @@
+"""Measure the fact extractors on the labelled extraction set: precision and recall per kind,
+and the cost per memory.
+
+    .venv/bin/python scripts/measure_extraction.py                    # parse extractor, both parts
+    .venv/bin/python scripts/measure_extraction.py --old              # + the regex extractor
+    .venv/bin/python scripts/measure_extraction.py --ollama HOST      # + the Ollama extractor
+    .venv/bin/python scripts/measure_extraction.py --part tune --errors   # what it gets wrong
+
+``--old`` runs the regular-expression extractor this one replaced, read from git (commit
+``2491733``, the last one with it). ``--ollama`` runs the Ollama extractor against HOST (for
+the test model: ``python tests/ollama_compat_server.py "$(scripts/fetch_test_model.sh)"
+--port 11435``). Prints markdown for docs/extraction-measurement.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from cranimem_mcp import linkage  # noqa: E402
+from cranimem_mcp.eval.extraction import load, score  # noqa: E402
+from cranimem_mcp.extraction import extract_one  # noqa: E402
+
+DATA = ROOT / "tests" / "data"
+PARTS = {"tune": "extraction_tune.json", "test": "extraction_test.json"}
+OLD_COMMIT = "2491733"
+
+
+def old_extractor():
+    """The regex extractor as it was, loaded as a module of the package."""
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{OLD_COMMIT}:cranimem_mcp/extraction.py"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    spec = importlib.util.spec_from_loader("cranimem_mcp._old_extraction", loader=None)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    module.__package__ = "cranimem_mcp"
+    exec(compile(source, "old_extraction.py", "exec"), module.__dict__)
+    return module.extract_one
+
+
+def triples(extraction) -> list[tuple[str, str, str]]:
+    checked = linkage.check(extraction)
+    return [(r.subject, r.predicate, r.object) for r in checked.relations]
+
+
+def run_sync(extract, items) -> tuple[list, list[float]]:
+    out, times = [], []
+    for item in items:
+        started = time.perf_counter()
+        x = extract(item["text"])
+        times.append((time.perf_counter() - started) * 1000)
+        out.append(triples(x))
+    return out, times
+
+
+async def run_ollama(host: str, items) -> list:
+    from cranimem_mcp.config import load_settings
+    from cranimem_mcp.ollama import OllamaBackend, OllamaExtractor
+
+    settings = load_settings()
+    backend = OllamaBackend(host, settings.ollama)
+    extractor = OllamaExtractor(backend, settings.ollama.extractor_model)
+    results = await extractor.extract([i["text"] for i in items])
+    return [triples(x) for x in results]
+
+
+def table(rows: dict[str, dict], kinds: list[str]) -> str:
+    names = list(rows)
+    head = "| kind | gold | " + " | ".join(f"{n}: P | R" for n in names) + " |"
+    sep = "|---|---:|" + "---:|---:|" * len(names)
+    lines = [head, sep]
+    for kind in kinds + ["all"]:
+        first = rows[names[0]][kind]
+        cells = " | ".join(
+            f"{rows[n][kind].precision:.3f} | {rows[n][kind].recall:.3f}" for n in names
+        )
+        label = f"**{kind}**" if kind == "all" else kind
+        lines.append(f"| {label} | {first.gold} | {cells} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=["tune", "test", "both"], default="both")
+    ap.add_argument("--old", action="store_true")
+    ap.add_argument("--ollama", default=None)
+    ap.add_argument("--errors", action="store_true")
+    args = ap.parse_args()
+    parts = ["tune", "test"] if args.part == "both" else [args.part]
+    extract_one("warm up")  # the pipeline's load is not a memory's cost
+    for part in parts:
+        items = load(DATA / PARTS[part])
+        kinds = sorted({i["kind"] for i in items})
+        rows, costs = {}, {}
+        predictions, times = run_sync(extract_one, items)
+        rows["parse"], costs["parse"] = score(items, predictions), times
+        if args.old:
+            old = old_extractor()
+            predictions_old, times_old = run_sync(old, items)
+            rows["regex (old)"], costs["regex (old)"] = score(items, predictions_old), times_old
+        if args.ollama:
+            started = time.perf_counter()
+            predictions_llm = anyio.run(run_ollama, args.ollama, items)
+            rows["ollama"] = score(items, predictions_llm)
+            costs["ollama"] = [(time.perf_counter() - started) * 1000 / len(items)]
+        print(f"\n### {part} part ({len(items)} texts)\n")
+        print(table(rows, kinds))
+        print()
+        for name, ts in costs.items():
+            print(f"- {name}: p50 {statistics.median(ts):.2f} ms per memory"
+                  + (f", p95 {sorted(ts)[int(0.95 * len(ts))]:.2f} ms" if len(ts) > 1 else ""))
+        if args.errors:
+            sc = rows["parse"]["all"]
+            print("\nmissed:")
+            for text, t in sc.misses:
+                print(f"  {t}    <- {text}")
+            print("\nwrong:")
+            for text, t in sc.wrong:
+                print(f"  {t}    <- {text}")
+
+
+if __name__ == "__main__":
+    main()
