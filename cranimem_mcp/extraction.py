@@ -302,6 +302,9 @@ _OBJECT_TYPES = {
 # "Melanie: I just ..." and "[1:56 pm on 8 May, 2023] Melanie: ..." name the speaker.
 _SPEAKER = re.compile(r"^\s*(?:\[[^\]]{0,80}\]\s*)?([A-Z][\w'’\-]*(?: [A-Z][\w'’\-]*)?):\s+")
 # A note without a subject is about the user: "Prefers answers in British English."
+_SUBJECTLESS_IS = re.compile(
+    r"^(?:allergic|intolerant|vegetarian|vegan|based|married|fluent|afraid|lactose)\b", re.I
+)
 _SUBJECTLESS = re.compile(
     r"^(?:prefers|likes|loves|enjoys|dislikes|hates|uses|lives|works|speaks|wants|needs|"
     r"drinks|eats|avoids|owns|has|is|studies|plays|drives|takes|runs|reads|writes|"
@@ -318,6 +321,7 @@ class _Reader:
         self.entities: dict[str, Entity] = {}
         self.relations: dict[tuple[str, str, str], Relation] = {}
         self.last_person: str | None = None
+        self.last_subject: str | None = None
 
     # -- nodes --
 
@@ -338,17 +342,18 @@ class _Reader:
         )
 
     def phrase(self, tok: Any) -> str | None:
-        """The name a noun token stands for: its named entity, or the noun with its compound
-        and adjective modifiers ("green tea", "backend engineer")."""
+        """The name a noun token stands for: the longer of its named entity and the noun with
+        its compound and adjective modifiers ("green tea", "backend engineer", "Volvo 240")."""
+        entity = None
         if tok.ent_type_ and tok.ent_type_ not in _SKIP_ENTS:
             ent = next((e for e in tok.doc.ents if e.start <= tok.i < e.end), None)
             if ent is not None:
                 words = [t for t in ent if t.dep_ not in ("det", "case") and t.tag_ != "POS"]
                 if words:
-                    return tok.doc[words[0].i : words[-1].i + 1].text
+                    entity = tok.doc[words[0].i : words[-1].i + 1]
         if tok.pos_ not in ("NOUN", "PROPN", "NUM", "ADJ", "X", "VERB"):
-            return None
-        if tok.lemma_.lower() in _NOT_THINGS and tok.pos_ == "NOUN":
+            return entity.text if entity is not None else None
+        if tok.lemma_.lower() in _NOT_THINGS and tok.pos_ == "NOUN" and entity is None:
             return None
         left = tok.i
         for child in sorted(tok.lefts, key=lambda t: -t.i):
@@ -364,40 +369,65 @@ class _Reader:
                         left = grand.i
             else:
                 break
-        text = tok.doc[left : tok.i + 1].text
+        doc = tok.doc
+        while left >= 2 and doc[left - 1].text == "-" and doc[left - 2].dep_ in ("compound", "amod", "npadvmod"):
+            left -= 2  # "language-learning app"
+        right = tok.i
+        for child in sorted(tok.rights, key=lambda t: t.i):
+            if child.i == right + 1 and child.dep_ in ("nummod", "compound") and (
+                child.pos_ in ("NUM", "PROPN") or child.like_num
+            ):
+                right = child.i
+            else:
+                break
+        if entity is not None and (entity.end - entity.start) >= (right + 1 - left):
+            return entity.text
+        text = doc[left : right + 1].text
         return text.strip(" .,;:!?\"'") or None
 
     def ref(self, tok: Any) -> str | None:
         """The entity a subject or object token refers to, or None."""
         low = tok.lower_
-        if low in _FIRST:
-            return self.entity(self.speaker, "Person")
+        if low in _FIRST and tok.pos_ == "PRON":
+            return self.person(self.speaker, subject=tok.dep_.startswith("nsubj"))
         if low in ("you", "your", "yours", "it", "its", "this", "that", "there", "these",
                    "those", "what", "something", "someone", "everyone"):  # fmt: skip
             if low in _RELATIVE:
                 return self.relative(tok)
             return None
         if low in _THIRD_PERSON:
-            return self.last_person
+            return self.last_subject or self.last_person
         if low in _RELATIVE or tok.tag_ in ("WDT", "WP"):
             return self.relative(tok)
         if tok.lemma_.lower() == "user" and tok.pos_ in ("NOUN", "PROPN"):
-            return self.entity("User", "Person")
+            return self.person("User", subject=tok.dep_.startswith("nsubj"))
         named = self.named_by(tok)
         if named is not None:
             return named
+        if tok.pos_ == "NOUN":
+            called = self.called(tok)
+            if called is not None:
+                return called
         name = self.phrase(tok)
         if name is None:
             return None
         if tok.ent_type_ == "PERSON":
-            self.last_person = name
+            return self.person(name, subject=tok.dep_.startswith("nsubj"))
         return self.entity(name, _ENT_TYPES.get(tok.ent_type_, "Other"))
+
+    def person(self, name: str, subject: bool = False) -> str:
+        name = self.entity(name, "Person")
+        self.retype(name, "Person")
+        self.last_person = name
+        if subject:
+            self.last_subject = name
+        return name
 
     def relative(self, tok: Any) -> str | None:
         clause = tok.head
         while clause.dep_ not in ("relcl", "acl") and clause.head.i != clause.i:
             clause = clause.head
-        return self.ref(clause.head) if clause.dep_ in ("relcl", "acl") else None
+        return self.stands_for(clause.head) if clause.dep_ in ("relcl", "acl") else None
 
     def named_by(self, tok: Any) -> str | None:
         """A relation noun with a possessor and a name ("my sister Ana", "User's project
@@ -405,8 +435,15 @@ class _Reader:
         if tok.pos_ != "NOUN":
             return None
         names = [c for c in tok.children if c.dep_ in ("appos", "compound") and c.pos_ == "PROPN"]
-        if not names and tok.head.pos_ == "PROPN" and tok.dep_ in ("compound", "appos"):
+        if not names and tok.head.pos_ == "PROPN" and (
+            tok.dep_ == "compound" or tok.lemma_.lower() in _KIN_NOUNS
+        ) and tok.dep_ in ("compound", "appos"):
             names = [tok.head]
+        nxt = tok.doc[tok.i + 1] if tok.i + 1 < len(tok.doc) else None
+        if not names and nxt is not None and nxt.pos_ == "PROPN" and nxt.dep_ == tok.dep_ and (
+            nxt.head.i == tok.head.i and any(c.dep_ == "poss" for c in tok.children)
+        ):
+            names = [nxt]  # "My girlfriend Chiara speaks": the parser made both subjects
         if not names:
             return None
         owner = next((c for c in tok.children if c.dep_ == "poss"), None)
@@ -414,13 +451,16 @@ class _Reader:
             owner = next((c for c in tok.head.children if c.dep_ == "poss"), None)
         name_tok = names[0]
         name = self.phrase(name_tok) or name_tok.text
-        type_ = "Person" if name_tok.ent_type_ in ("PERSON", "") else _ENT_TYPES.get(
+        kin = tok.lemma_.lower() in _KIN_NOUNS and _kin(tok) not in ("dog", "cat", "pet")
+        type_ = "Person" if kin or name_tok.ent_type_ == "PERSON" else _ENT_TYPES.get(
             name_tok.ent_type_, "Other")
-        name = self.entity(name, type_)
         if type_ == "Person":
-            self.last_person = name
+            name = self.person(name, subject=name_tok.dep_.startswith("nsubj") or
+                               tok.dep_.startswith("nsubj"))
+        else:
+            name = self.entity(name, type_)
         if owner is not None:
-            self.relate(self.ref(owner), f"has_{tok.lemma_.lower()}", name)
+            self.relate(self.ref(owner), f"has_{_kin(tok)}", name)
         return name
 
     # -- clauses --
@@ -438,12 +478,16 @@ class _Reader:
             elif tok.pos_ == "NOUN":
                 self.named_by(tok)
                 self.noun_facts(tok)
+            elif tok.pos_ == "PROPN":
+                self.place_facts(tok)
             if tok.ent_type_ == "PERSON" and tok.dep_ in ("nsubj", "nsubjpass", "appos", "attr",
                                                           "pobj", "dobj", "conj"):  # fmt: skip
                 self.last_person = self.phrase(tok) or self.last_person
 
     def subjects(self, verb: Any) -> list[Any]:
-        subs = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass", "csubj", "expl")]
+        subs = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass", "csubj")]
+        if len(subs) == 2 and subs[1].i == subs[0].i + 1 and subs[1].pos_ == "PROPN":
+            subs = [subs[0]]  # "My girlfriend Chiara": one subject (named_by reads the name)
         if subs:
             return self.spread(subs)
         if verb.dep_ in ("conj", "xcomp", "advcl") and verb.head.i != verb.i:
@@ -493,15 +537,20 @@ class _Reader:
             return
         negated = any(c.dep_ == "neg" for c in verb.children)
         neg = "not_" if negated else ""
-        lemma = verb.lemma_.lower()
+        lemma = _lemma(verb)
+        if lemma == "get" and any(c.dep_ == "aux" and c.lemma_ == "have" for c in verb.children):
+            lemma = "have"  # "I've got a Nikon"
         passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
         if lemma == "be":
             self.copula(verb, subjects, neg)
             return
+        has_object = any(c.dep_ == "dobj" for c in verb.children)
         for child in verb.children:
             if child.dep_ in ("dobj", "attr", "oprd") and not passive:
                 for obj_tok in self.spread([child]):
                     self.direct(verb, lemma, subjects, obj_tok, neg)
+            elif child.dep_ == "prep" and has_object and child.lower_ == "for":
+                continue  # a purpose ("uses Linear for issue tracking"), not a fact
             elif child.dep_ == "agent" and passive:
                 for obj_tok in self.spread([c for c in child.children if c.dep_ == "pobj"]):
                     agent = self.ref(obj_tok)
@@ -516,24 +565,40 @@ class _Reader:
             elif child.dep_ == "acomp":
                 for adj in self.spread([child]):
                     self.adjective(adj, subjects, neg)
+            elif child.dep_ in ("npadvmod", "dobj") and child.like_num and lemma == "turn":
+                for s in subjects:  # "Ava just turned 6"
+                    self.relate(s, "has_age", self.entity(child.text, "Other"))
 
     def direct(self, verb: Any, lemma: str, subjects: list[str], obj_tok: Any, neg: str) -> None:
         if obj_tok.ent_type_ in ("DATE", "TIME"):
             return
         low = obj_tok.lemma_.lower()
+        if lemma == "turn" and obj_tok.like_num:
+            for s in subjects:
+                self.relate(s, "has_age", self.entity(obj_tok.text, "Other"))
+            return
+        if low in ("job", "position", "internship", "role", "post") and lemma in (
+            "get", "start", "have", "take", "land", "accept", "begin", "love", "like", "hate"
+        ):
+            for prep in (c for c in obj_tok.children if c.dep_ == "prep" and c.lower_ in ("at", "with")):
+                for place in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
+                    for s in subjects:
+                        self.relate(s, "works_at", self.ref(place))
+            return
         if lemma in ("have", "get", "adopt") and low in ("allergy",):
             self.allergy(obj_tok, subjects, neg)
             return
         named = self.called(obj_tok)
-        if lemma in ("have", "get", "adopt", "raise") and named is not None:
-            for s in subjects:
-                self.relate(s, f"{neg}has_{low}", named)
+        if lemma in ("have", "get", "adopt", "raise", "rescue") and named is not None:
+            for name in self.all_called(obj_tok) or [named]:
+                for s in subjects:
+                    self.relate(s, f"{neg}has_{_kin(obj_tok)}", name)
             return
         obj = named or self.ref(obj_tok)
         if lemma in ("have",):
             pred = "owns"
         elif lemma == "join":
-            pred = "works_at" if obj_tok.ent_type_ == "ORG" else "member_of"
+            pred = "member_of" if low in _GROUPS else "works_at"
         elif lemma == "stand" and any(c.lower_ in ("ca", "can") for c in verb.children):
             pred, neg = "dislikes", ""
         else:
@@ -552,17 +617,42 @@ class _Reader:
     def prep(self, lemma: str, prep: Any, subjects: list[str], neg: str) -> None:
         word = prep.lower_
         for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
-            if obj_tok.ent_type_ in ("DATE", "TIME") or obj_tok.lemma_.lower() in _NOT_THINGS:
+            if self.setting(obj_tok):
                 continue
             obj = self.ref(obj_tok)
             if word == "as":
                 pred = "is_a"
+                # "works as a nurse at St. Mary's": the place hangs on the role
+                for inner in (c for c in obj_tok.children if c.dep_ == "prep"):
+                    self.prep(lemma, inner, subjects, neg)
+            elif word in ("in", "on", "for") and obj_tok.lemma_.lower() in _GROUPS:
+                pred = "member_of"
             else:
                 pred = VERBS.get((lemma, word), f"{lemma}_{word}")
+            if pred == "based_in" and all(self.is_person(s) for s in subjects):
+                pred = "lives_in"
             for s in subjects:
                 self.relate(s, neg + pred, obj)
             if obj is not None and pred in _OBJECT_TYPES:
                 self.retype(obj, _OBJECT_TYPES[pred])
+
+    def setting(self, tok: Any) -> bool:
+        """A time or a setting, not a thing: "in March", "on weekends", "in every editor"."""
+        return (
+            tok.ent_type_ in ("DATE", "TIME")
+            or tok.lemma_.lower() in _NOT_THINGS
+            or tok.lower_ in _SETTINGS
+            or any(c.dep_ == "det" and c.lower_ in ("every", "each", "all", "any") for c in tok.children)
+        )
+
+    def is_person(self, name: str) -> bool:
+        ent = self.entities.get(canonical_name(name))
+        return ent is not None and ent.type == "Person"
+
+    def all_called(self, noun: Any) -> list[str]:
+        """"two cats, Luna and Sol": every name."""
+        names = [c for c in noun.children if c.dep_ == "appos" and c.pos_ == "PROPN"]
+        return [self.entity(self.phrase(n) or n.text, "Other") for n in self.spread(names)]
 
     def participle(self, verb: Any) -> None:
         """"a film directed by X", "a company based in Y", "a beagle called Biscuit"."""
@@ -617,8 +707,11 @@ class _Reader:
                 for obj_tok in self.spread([c for c in child.children if c.dep_ == "pobj"]):
                     if obj_tok.ent_type_ in ("DATE", "TIME"):
                         continue
-                    pred = {"in": "located_in", "from": "from", "on": "member_of"}.get(
-                        word, f"be_{word}")
+                    if word in ("in", "on", "with") and obj_tok.lemma_.lower() in _GROUPS:
+                        pred = "member_of"  # "is in a book club called Chapter Eleven"
+                    else:
+                        pred = {"in": "located_in", "from": "from", "on": "member_of",
+                                "into": "likes"}.get(word, f"be_{word}")  # fmt: skip
                     for s in subjects:
                         self.relate(s, neg + pred, self.ref(obj_tok))
 
@@ -639,17 +732,32 @@ class _Reader:
                 self.relate(possessor, f"{neg}has_{attr.lemma_.lower()}", s)
             if attr.lemma_.lower() in _KIN_NOUNS or owner is not None:
                 return
-        # "My manager is Lena" / "User's manager is Priya Raman"
+        # "My manager is Lena" / "User's manager is Priya Raman" / "User's preferred editor
+        # is Helix"
         for st in subj_toks:
             sowner = next((c for c in st.children if c.dep_ == "poss"), None)
-            if st.pos_ == "NOUN" and sowner is not None and attr.pos_ == "PROPN":
+            named = self.named_by(st) is not None
+            if st.pos_ == "NOUN" and sowner is not None and attr.pos_ == "PROPN" and not named:
                 name = self.ref(attr)
-                self.relate(self.ref(sowner), f"{neg}has_{st.lemma_.lower()}", name)
+                mods = {c.lower_ for c in st.children if c.dep_ == "amod"}
+                if mods & {"preferred", "favorite", "favourite"}:
+                    pred = "prefers" if "preferred" in mods else "likes"
+                    self.relate(self.ref(sowner), neg + pred, name)
+                    return
+                self.relate(self.ref(sowner), f"{neg}has_{_kin(st)}", name)
                 if name and (attr.ent_type_ in ("PERSON", "") or st.lemma_ in _KIN_NOUNS):
                     self.retype(name, "Person")
                     self.last_person = name
                 return
+        low = attr.lemma_.lower()
+        if low == "fan":
+            for c in attr.children:
+                if c.dep_ == "compound" and c.pos_ == "PROPN":  # "a huge Arsenal fan"
+                    for s in subjects:
+                        self.relate(s, neg + "likes", self.ref(c))
         cls = self.phrase(attr)
+        if low in ("member", "part", "fan", "one", "kind", "type"):
+            cls = None
         if cls and not (attr.pos_ == "PRON"):
             for s in subjects:
                 self.relate(s, neg + "is_a", self.entity(cls, "Other") if attr.pos_ != "PROPN"
@@ -675,7 +783,11 @@ class _Reader:
 
     def adjective(self, adj: Any, subjects: list[str], neg: str) -> None:
         low = adj.lower_
-        preps = [c for c in adj.children if c.dep_ == "prep"]
+        preps = [c for c in adj.children if c.dep_ == "prep" and not any(
+            self.setting(o) for o in c.children if o.dep_ == "pobj")]
+        for x in (c for c in adj.children if c.dep_ == "xcomp" and low in ("allergic", "intolerant")):
+            for s in subjects:  # "allergic to shellfish", parsed as "to shellfish" (a verb)
+                self.relate(s, neg + f"{low}_to", self.entity(x.text, "Other"))
         for prep in preps:
             for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
                 pred = {"allergic": "allergic_to", "married": "married_to",
@@ -696,13 +808,27 @@ class _Reader:
                 self.relate(s, neg + "allergic_to", self.entity(self.phrase(thing) or thing.text,
                                                                "Other"))
 
+    def place_facts(self, tok: Any) -> None:
+        """"Saginaw, Michigan": the second place contains the first."""
+        if tok.ent_type_ == "GPE" and tok.dep_ in ("appos", "npadvmod", "conj") and (
+            tok.head.ent_type_ == "GPE" and tok.head.i < tok.i
+            and any(t.text == "," for t in tok.doc[tok.head.i : tok.i])
+            and tok.dep_ != "conj"
+        ):
+            self.relate(self.ref(tok.head), "located_in", self.ref(tok))
+
     def noun_facts(self, noun: Any) -> None:
         """Facts a noun phrase states by itself: "Dev, a data scientist" (is_a)."""
-        if noun.dep_ == "appos" and noun.head.pos_ == "PROPN":
-            head = self.ref(noun.head)
+        head_tok = noun.head
+        if noun.dep_ == "appos" and (head_tok.pos_ == "PROPN" or head_tok.text[:1].isupper()):
+            head = self.ref(head_tok)
             cls = self.phrase(noun)
-            if head and cls:
+            if head and cls and noun.lemma_.lower() not in _KIN_NOUNS:
                 self.relate(head, "is_a", self.entity(cls, "Other"))
+            for prep in (c for c in noun.children if c.dep_ == "prep" and c.lower_ == "in"):
+                for place in (c for c in prep.children if c.dep_ == "pobj"):
+                    if place.ent_type_ in ("GPE", "LOC"):  # "Suwon, a city in South Korea"
+                        self.relate(head, "located_in", self.ref(place))
         if noun.lemma_.lower() == "allergy":
             owner = next((c for c in noun.children if c.dep_ == "poss"), None)
             if owner is not None:
@@ -712,6 +838,38 @@ class _Reader:
         key = canonical_name(name)
         if key in self.entities and self.entities[key].type == "Other":
             self.entities[key] = Entity(name=self.entities[key].name, type=type_)  # type: ignore[arg-type]
+
+
+_DOGS = {"puppy", "retriever", "labrador", "lab", "poodle", "corgi", "terrier", "spaniel",
+         "husky", "collie", "shepherd", "bulldog", "dachshund", "pug", "chihuahua", "beagle",
+         "greyhound", "whippet", "boxer", "rottweiler", "doberman", "schnauzer", "sheepdog",
+         "mutt", "pup", "shih", "malamute", "setter", "pointer", "hound"}  # fmt: skip
+_CATS = {"kitten", "kitty", "tabby", "siamese", "persian", "ragdoll", "sphynx", "tomcat",
+         "bengal", "calico"}  # fmt: skip
+_GROUPS = {"club", "band", "team", "group", "choir", "committee", "league", "orchestra", "crew",
+           "board", "squad", "society", "guild", "union", "party", "troupe", "ensemble"}  # fmt: skip
+# Nouns a preposition names a time or a setting with, not a thing ("on weekends", "at home").
+_SETTINGS = {"weekend", "weekends", "evening", "evenings", "morning", "mornings", "night",
+             "nights", "afternoon", "afternoons", "home", "work", "weekday", "weekdays",
+             "summer", "winter", "spring", "autumn", "fall", "holiday", "holidays", "lunch",
+             "breakfast", "dinner", "purpose", "fun", "living", "reason", "while", "sake"}  # fmt: skip
+_LEMMAS = {"hates": "hate", "hated": "hate", "hating": "hate", "loves": "love", "uses": "use"}
+
+
+def _kin(noun: Any) -> str:
+    """The relation a noun names: the word itself, a breed as its animal."""
+    low = noun.lemma_.lower()
+    if low in _DOGS or noun.lower_ in _DOGS:
+        return "dog"
+    if low in _CATS or noun.lower_ in _CATS:
+        return "cat"
+    return low
+
+
+def _lemma(tok: Any) -> str:
+    low = _LEMMAS.get(tok.lower_, tok.lemma_.lower())
+    particle = next((c.lower_ for c in tok.children if c.dep_ == "prt"), None)
+    return f"{low}_{particle}" if particle else low
 
 
 _KIN_NOUNS = {
@@ -744,6 +902,11 @@ def extract_one(text: str) -> Extraction:
         ):
             # A note without its subject: read it with one.
             redo = syntax.parse(f"{speaker} {stripped[0].lower()}{stripped[1:]}")
+            for s in redo.sents:
+                reader.sentence(s)
+            continue
+        if _SUBJECTLESS_IS.match(stripped):
+            redo = syntax.parse(f"{speaker} is {stripped[0].lower()}{stripped[1:]}")
             for s in redo.sents:
                 reader.sentence(s)
             continue
