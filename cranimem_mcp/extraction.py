@@ -349,6 +349,11 @@ class _Reader:
             ent = next((e for e in tok.doc.ents if e.start <= tok.i < e.end), None)
             if ent is not None:
                 words = [t for t in ent if t.dep_ not in ("det", "case") and t.tag_ != "POS"]
+                cut = [t.i for t in ent if t.dep_ == "cc" or t.text == ","]
+                if cut:  # "Roma and Gravity" is two names
+                    lo = max([i + 1 for i in cut if i < tok.i], default=ent.start)
+                    hi = min([i for i in cut if i > tok.i], default=ent.end)
+                    words = [t for t in words if lo <= t.i < hi]
                 if words:
                     entity = tok.doc[words[0].i : words[-1].i + 1]
         if tok.pos_ not in ("NOUN", "PROPN", "NUM", "ADJ", "X", "VERB"):
@@ -361,7 +366,8 @@ class _Reader:
                 break
             if child.dep_ in ("compound", "amod", "nmod", "npadvmod") and not (
                 child.lower_ in _SKIP_MODIFIERS or child.ent_type_ in ("DATE", "TIME")
-                or child.pos_ == "NUM"
+                or child.pos_ == "NUM" or _is_kin_word(child.lower_)
+                or (tok.pos_ == "PROPN" and child.pos_ == "NOUN")  # "app Pebble": a label
             ):
                 left = child.i
                 for grand in sorted(child.lefts, key=lambda t: -t.i):
@@ -404,6 +410,13 @@ class _Reader:
         named = self.named_by(tok)
         if named is not None:
             return named
+        if tok.pos_ == "PROPN":
+            kin = [c for c in tok.lefts if c.dep_ in ("amod", "compound") and _is_kin_word(c.lower_)]
+            owner = next((c for c in tok.children if c.dep_ == "poss"), None)
+            if kin and owner is not None:
+                name = self.person(self.phrase(tok) or tok.text, tok.dep_.startswith("nsubj"))
+                self.relate(self.ref(owner), f"has_{kin[0].lower_}", name)
+                return name
         if tok.pos_ == "NOUN":
             called = self.called(tok)
             if called is not None:
@@ -434,8 +447,9 @@ class _Reader:
         Ferrous", "Ana, my sister"): the name, after relating the possessor to it."""
         if tok.pos_ != "NOUN":
             return None
-        names = [c for c in tok.children if c.dep_ in ("appos", "compound") and c.pos_ == "PROPN"]
-        if not names and tok.head.pos_ == "PROPN" and (
+        names = [c for c in tok.children
+                 if c.dep_ in ("appos", "compound") and c.pos_ == "PROPN" and c.i > tok.i]  # fmt: skip
+        if not names and tok.head.pos_ == "PROPN" and tok.head.i > tok.i and (
             tok.dep_ == "compound" or tok.lemma_.lower() in _KIN_NOUNS
         ) and tok.dep_ in ("compound", "appos"):
             names = [tok.head]
@@ -490,8 +504,8 @@ class _Reader:
             subs = [subs[0]]  # "My girlfriend Chiara": one subject (named_by reads the name)
         if subs:
             return self.spread(subs)
-        if verb.dep_ in ("conj", "xcomp", "advcl") and verb.head.i != verb.i:
-            if verb.dep_ == "conj" or verb.head.pos_ in ("VERB", "AUX"):
+        if verb.dep_ in ("conj", "xcomp", "advcl", "parataxis") and verb.head.i != verb.i:
+            if verb.dep_ in ("conj", "parataxis") or verb.head.pos_ in ("VERB", "AUX"):
                 return self.subjects(verb.head)
         if verb.dep_ in ("relcl", "acl") and verb.head.pos_ in ("NOUN", "PROPN", "PRON"):
             return [verb.head]
@@ -544,9 +558,18 @@ class _Reader:
         if lemma == "be":
             self.copula(verb, subjects, neg)
             return
+        if lemma in ("call", "name") and passive:  # "My dog is called Pretzel"
+            for n in (c for c in verb.children if c.dep_ in ("oprd", "attr") and c.pos_ == "PROPN"):
+                for st in self.subjects(verb):
+                    owner = next((c for c in st.children if c.dep_ == "poss"), None)
+                    if owner is not None and st.pos_ == "NOUN":
+                        name = self.entity(self.phrase(n) or n.text, "Other")
+                        self.relate(self.ref(owner), f"has_{_kin(st)}", name)
+            return
         has_object = any(c.dep_ == "dobj" for c in verb.children)
         for child in verb.children:
-            if child.dep_ in ("dobj", "attr", "oprd") and not passive:
+            if (child.dep_ in ("dobj", "attr", "oprd") or (
+                child.dep_ == "xcomp" and child.pos_ == "NOUN")) and not passive:
                 for obj_tok in self.spread([child]):
                     self.direct(verb, lemma, subjects, obj_tok, neg)
             elif child.dep_ == "prep" and has_object and child.lower_ == "for":
@@ -675,6 +698,10 @@ class _Reader:
                 return self.ref(subs[0])
         if noun.dep_ == "appos":
             return self.ref(noun.head)
+        if noun.dep_ == "nsubj" and noun.head.lemma_ == "be" and noun.pos_ == "NOUN":
+            attrs = [c for c in noun.head.children if c.dep_ == "attr" and c.pos_ == "PROPN"]
+            if attrs:  # "User's manager is Chen Wei, who reports to ..."
+                return self.ref(attrs[0])
         return self.ref(noun)
 
     def called(self, noun: Any) -> str | None:
@@ -685,8 +712,8 @@ class _Reader:
                     if n.dep_ in ("oprd", "attr", "dobj", "npadvmod") and n.pos_ == "PROPN":
                         name = self.entity(self.phrase(n) or n.text, "Other")
                         cls = self.phrase(noun)
-                        if cls:
-                            self.relate(name, "is_a", cls)
+                        if cls and _kin(noun) in ("dog", "cat") and noun.lemma_ not in ("dog", "cat"):
+                            self.relate(name, "is_a", cls)  # "a beagle called Biscuit"
                         return name
         names = [c for c in noun.children if c.dep_ == "appos" and c.pos_ == "PROPN"]
         if names:
@@ -729,7 +756,9 @@ class _Reader:
                 objs = [c for c in of[0].children if c.dep_ == "pobj"]
                 possessor = self.ref(objs[0]) if objs else None
             for s in subjects:
-                self.relate(possessor, f"{neg}has_{attr.lemma_.lower()}", s)
+                self.relate(possessor, f"{neg}has_{_kin(attr)}", s)
+                if attr.lemma_.lower() in _KIN_NOUNS and _kin(attr) not in ("dog", "cat", "pet"):
+                    self.person(s, subject=True)
             if attr.lemma_.lower() in _KIN_NOUNS or owner is not None:
                 return
         # "My manager is Lena" / "User's manager is Priya Raman" / "User's preferred editor
@@ -864,6 +893,10 @@ def _kin(noun: Any) -> str:
     if low in _CATS or noun.lower_ in _CATS:
         return "cat"
     return low
+
+
+def _is_kin_word(word: str) -> bool:
+    return word in _KIN_NOUNS or (word[:4] in ("step", "half") and word[4:].strip("-") in _KIN_NOUNS)
 
 
 def _lemma(tok: Any) -> str:
