@@ -322,6 +322,7 @@ class _Reader:
         self.relations: dict[tuple[str, str, str], Relation] = {}
         self.last_person: str | None = None
         self.last_subject: str | None = None
+        self.people: set[str] = {canonical_name(speaker)}
 
     # -- nodes --
 
@@ -471,6 +472,8 @@ class _Reader:
         if type_ == "Person":
             name = self.person(name, subject=name_tok.dep_.startswith("nsubj") or
                                tok.dep_.startswith("nsubj"))
+            if kin:
+                self.people.add(canonical_name(name))
         else:
             name = self.entity(name, type_)
         if owner is not None:
@@ -541,7 +544,8 @@ class _Reader:
     def clause(self, verb: Any) -> None:
         if self.irrealis(verb):
             return
-        subjects = [s for s in (self.ref(t) for t in self.subjects(verb)) if s]
+        subjects = [s for s in (self.ref(t) for t in self.subjects(verb)
+                                if t.ent_type_ not in ("DATE", "TIME")) if s]  # fmt: skip
         if verb.dep_ == "acl" and verb.tag_ == "VBN" and not any(
             c.dep_ in ("nsubj", "nsubjpass") for c in verb.children
         ):
@@ -618,6 +622,10 @@ class _Reader:
                     self.relate(s, f"{neg}has_{_kin(obj_tok)}", name)
             return
         obj = named or self.ref(obj_tok)
+        if lemma in _OBJECT_FACTS and obj is not None:
+            for s in subjects:  # "Umbrella Labs hired me"
+                self.relate(obj, neg + _OBJECT_FACTS[lemma], s)
+            return
         if lemma in ("have",):
             pred = "owns"
         elif lemma == "join":
@@ -669,8 +677,9 @@ class _Reader:
         )
 
     def is_person(self, name: str) -> bool:
-        ent = self.entities.get(canonical_name(name))
-        return ent is not None and ent.type == "Person"
+        """Known to be a person: the speaker, or named by a relation word ("my colleague
+        Sven"); a named-entity label alone is not enough ("Acme Robotics" can read PERSON)."""
+        return canonical_name(name) in self.people
 
     def all_called(self, noun: Any) -> list[str]:
         """"two cats, Luna and Sol": every name."""
@@ -759,21 +768,24 @@ class _Reader:
                 self.relate(possessor, f"{neg}has_{_kin(attr)}", s)
                 if attr.lemma_.lower() in _KIN_NOUNS and _kin(attr) not in ("dog", "cat", "pet"):
                     self.person(s, subject=True)
+                    self.people.add(canonical_name(s))
             if attr.lemma_.lower() in _KIN_NOUNS or owner is not None:
                 return
         # "My manager is Lena" / "User's manager is Priya Raman" / "User's preferred editor
         # is Helix"
         for st in subj_toks:
             sowner = next((c for c in st.children if c.dep_ == "poss"), None)
-            named = self.named_by(st) is not None
-            if st.pos_ == "NOUN" and sowner is not None and attr.pos_ == "PROPN" and not named:
+            if st.pos_ != "NOUN" or sowner is None or self.named_by(st) is not None:
+                continue
+            mods = {c.lower_ for c in st.children if c.dep_ in ("amod", "compound")}
+            if mods & {"preferred", "favorite", "favourite"} and attr.pos_ in ("NOUN", "PROPN"):
+                pred = "prefers" if "preferred" in mods else "likes"
+                self.relate(self.ref(sowner), neg + pred, self.ref(attr))
+                return
+            if attr.pos_ == "PROPN":
                 name = self.ref(attr)
-                mods = {c.lower_ for c in st.children if c.dep_ == "amod"}
-                if mods & {"preferred", "favorite", "favourite"}:
-                    pred = "prefers" if "preferred" in mods else "likes"
-                    self.relate(self.ref(sowner), neg + pred, name)
-                    return
-                self.relate(self.ref(sowner), f"{neg}has_{_kin(st)}", name)
+                pred = _RELATION_NOUNS.get(st.lemma_.lower(), f"has_{_kin(st)}")
+                self.relate(self.ref(sowner), neg + pred, name)
                 if name and (attr.ent_type_ in ("PERSON", "") or st.lemma_ in _KIN_NOUNS):
                     self.retype(name, "Person")
                     self.last_person = name
@@ -904,6 +916,13 @@ def _lemma(tok: Any) -> str:
     particle = next((c.lower_ for c in tok.children if c.dep_ == "prt"), None)
     return f"{low}_{particle}" if particle else low
 
+
+# "my employer is X": a relation noun that names a canonical predicate
+_RELATION_NOUNS = {"employer": "works_at", "workplace": "works_at", "hometown": "born_in",
+                   "birthplace": "born_in", "alma": "studies_at", "school": "studies_at",
+                   "university": "studies_at"}  # fmt: skip
+# "X hired me": the object is the subject of the canonical fact
+_OBJECT_FACTS = {"hire": "works_at", "employ": "works_at", "recruit": "works_at"}
 
 _KIN_NOUNS = {
     "partner", "wife", "husband", "sister", "brother", "mother", "father", "mom", "mum", "dad",

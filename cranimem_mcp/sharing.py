@@ -76,7 +76,8 @@ class EmbedderPreload:
     the open itself waits for the handshake (``GRACE``), and so does this.
 
     The thread decides whether this run will use the local embedder at all
-    (:func:`embedder_to_preload`), then loads it and embeds once.
+    (:func:`embedder_to_preload`), then loads it and embeds once, then loads the parser
+    (:mod:`cranimem_mcp.syntax`) and parses once.
     :meth:`take` waits for the decision only, never for the load: a call that needs the
     embedder before it is warm waits on the embedder's own load lock. A failed load is
     logged here and raised again by the first call, to its caller."""
@@ -93,22 +94,32 @@ class EmbedderPreload:
             self._thread.start()
 
     def _run(self, settings: Settings) -> None:
+        embedder = None
         try:
             self._embedder = embedder = embedder_to_preload(settings)
         except Exception as exc:  # the engine's open meets the same problem and raises it
             logger.warning("not preloading the embedder: %s", exc)
-            return
         finally:
             self._decided.set()
-        if embedder is None:
-            return
+        if embedder is not None:
+            started = time.perf_counter()
+            try:
+                embedder.embed_sync(["warm up"])  # loads it; onnxruntime allocates its buffers
+            except Exception as exc:
+                logger.warning("preloading the embedder %s failed: %s", embedder.id, exc)
+            else:
+                logger.info("embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started)
+        # Then the parser every write's quick extraction reads (after the embedder, so the
+        # two loads do not fight over the GIL).
         started = time.perf_counter()
         try:
-            embedder.embed_sync(["warm up"])  # loads it, and onnxruntime allocates its buffers
-        except Exception as exc:
-            logger.warning("preloading the embedder %s failed: %s", embedder.id, exc)
+            from . import syntax
+
+            syntax.warm_up()
+        except Exception as exc:  # the first write meets the same problem and raises it
+            logger.warning("preloading the parser failed: %s", exc)
         else:
-            logger.info("embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started)
+            logger.info("parser warm in %.2f s", time.perf_counter() - started)
 
     def join(self, timeout: float = 30.0) -> None:
         """Wait for the load to end before the process exits: an exit while onnxruntime

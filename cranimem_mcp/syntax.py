@@ -69,6 +69,23 @@ def model_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / _DIR
 
 
+def load(root: Path) -> Any:
+    """The pipeline in ``root`` (a copy of the package's model folder), each file checked
+    against its pinned sha256 first."""
+    for pinned in FILES:
+        path = root.parent / pinned.path.replace(_DIR, root.name, 1)
+        if not path.is_file():
+            raise ConfigError(f"the spaCy pipeline lacks {path}: reinstall {REQUIREMENT}")
+        verify(path, pinned)
+    try:
+        import spacy
+    except ImportError as exc:
+        raise ConfigError(
+            f"the fact extractor needs spaCy: pip install 'spacy>=3.8,<3.9' ({exc})"
+        ) from exc
+    return spacy.load(root)
+
+
 def pipeline() -> Any:
     """The verified pipeline, loaded on the first call (thread-safe, once per process)."""
     global _nlp
@@ -77,20 +94,7 @@ def pipeline() -> Any:
     with _lock:
         if _nlp is None:
             started = time.perf_counter()
-            root = model_dir()
-            for pinned in FILES:
-                path = root.parent / pinned.path
-                if not path.is_file():
-                    raise ConfigError(f"the spaCy pipeline lacks {path}: reinstall {REQUIREMENT}")
-                verify(path, pinned)
-            try:
-                import spacy
-            except ImportError as exc:
-                raise ConfigError(
-                    f"the fact extractor needs spaCy: pip install 'spacy>=3.8,<3.9' ({exc})"
-                ) from exc
-            # The sentence recogniser is off in the shipped config (the parser splits).
-            _nlp = spacy.load(root)
+            _nlp = load(model_dir())
             logger.info(
                 "spaCy pipeline %s loaded in %.2f s", REQUIREMENT, time.perf_counter() - started
             )

@@ -11,6 +11,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("benchmark", choices=["hotpotqa", "temporal"])
     p.add_argument("--histories", type=int, default=50,
                    help="temporal: synthetic user histories to run")  # fmt: skip
+    p.add_argument("--paraphrased", action="store_true",
+                   help="temporal: other verbs and word orders for the same changes")  # fmt: skip
     p.add_argument("--data", type=Path, default=Path("../shared/data/hotpotqa_dev412.jsonl"),
                    help="HotpotQA distractor file, JSON list or JSON lines layout")  # fmt: skip
     p.add_argument("--limit", type=int, help="first N questions only")

@@ -49,6 +49,33 @@ RELATIONS = {
               "What did I prefer to drink in {year}?"),
 }  # fmt: skip
 POOLS = {"home": CITIES, "job": COMPANIES, "drink": DRINKS}
+# The paraphrased variant: other verbs and word orders for the same changes, one drawn per
+# event (the extractor must find the fact without knowing these phrasings).
+PARAPHRASES = {
+    "home": [
+        "I relocated to {value} in {year}.",
+        "In {year} we settled in {value}.",
+        "Since {year}, I have been living in {value}.",
+        "I've lived in {value} since {year}.",
+        "We packed up and moved to {value} in {year}.",
+        "{year} was the year I moved to {value}.",
+    ],
+    "job": [
+        "I joined {value} in {year}.",
+        "In {year} I started working for {value}.",
+        "I've been employed by {value} since {year}.",
+        "I got a job at {value} in {year}.",
+        "{value} hired me in {year}.",
+        "Since {year}, my employer has been {value}.",
+    ],
+    "drink": [
+        "I've preferred {value} since {year}.",
+        "From {year} on, I preferred {value}.",
+        "Since {year} my preferred drink is {value}.",
+        "In {year} I started preferring {value}.",
+        "These days (since {year}) I prefer {value}.",
+    ],
+}
 
 
 @dataclass
@@ -67,9 +94,11 @@ class History:
     questions: list[Question] = field(default_factory=list)
 
 
-def build_histories(n: int, seed: int = 0) -> list[History]:
-    """``n`` deterministic histories: each relation changes 2-3 times between 2008 and 2024."""
+def build_histories(n: int, seed: int = 0, paraphrased: bool = False) -> list[History]:
+    """``n`` deterministic histories: each relation changes 2-3 times between 2008 and 2024.
+    ``paraphrased``: the same histories, each event in one of :data:`PARAPHRASES`."""
     rng = random.Random(seed)
+    wording = random.Random(seed + 1_000_003)
     histories = []
     for i in range(n):
         events: list[tuple[int, str, str]] = []  # (year, relation, text)
@@ -78,7 +107,8 @@ def build_histories(n: int, seed: int = 0) -> list[History]:
             values = rng.sample(POOLS[relation], rng.choice([3, 3, 4]))
             years = sorted(rng.sample(range(2008, 2025), len(values)))
             for year, value in zip(years, values, strict=True):
-                events.append((year, relation, template.format(year=year, value=value)))
+                form = wording.choice(PARAPHRASES[relation]) if paraphrased else template
+                events.append((year, relation, form.format(year=year, value=value)))
             history.questions.append(Question(relation, now_q, None, values[-1], values))
             # A year strictly inside one period, so the answer is unambiguous.
             k = rng.randrange(len(values) - 1)
@@ -121,10 +151,12 @@ async def run_temporal(
     seed: int = 0,
     k: int = 8,
     max_chars: int = 2000,
+    paraphrased: bool = False,
 ) -> dict[str, Any]:
-    histories = build_histories(n, seed)
+    histories = build_histories(n, seed, paraphrased)
     results: dict[str, Any] = {"config": {"histories": n, "seed": seed, "k": k,
-                                          "max_chars": max_chars}, "systems": {}}  # fmt: skip
+                                          "max_chars": max_chars, "paraphrased": paraphrased},
+                               "systems": {}}  # fmt: skip
     engine_settings = eval_settings(settings, workdir / "cranimem")
     async with MemoryEngine(engine_settings, embedder=embedder, background=False) as engine:
         scores = _Scores()
