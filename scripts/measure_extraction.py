@@ -34,7 +34,10 @@ from cranimem_mcp.eval.extraction import load, score  # noqa: E402
 from cranimem_mcp.extraction import extract_one  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
-PARTS = {"tune": "extraction_tune.json", "test": "extraction_test.json"}
+PARTS = {
+    "tune": sorted(p.name for p in DATA.glob("extraction_tune*.json")),
+    "test": ["extraction_test.json"],
+}
 OLD_COMMIT = "2491733"
 
 
@@ -95,14 +98,17 @@ def table(rows: dict[str, dict], kinds: list[str]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=["tune", "test", "both"], default="both")
+    ap.add_argument("--file", help="one tuning file only (e.g. extraction_tune2.json)")
     ap.add_argument("--old", action="store_true")
     ap.add_argument("--ollama", default=None)
     ap.add_argument("--errors", action="store_true")
     args = ap.parse_args()
     parts = ["tune", "test"] if args.part == "both" else [args.part]
+    if args.file:
+        PARTS["tune"], parts = [args.file], ["tune"]
     extract_one("warm up")  # the pipeline's load is not a memory's cost
     for part in parts:
-        items = load(DATA / PARTS[part])
+        items = [i for name in PARTS[part] for i in load(DATA / name)]
         kinds = sorted({i["kind"] for i in items})
         rows, costs = {}, {}
         predictions, times = run_sync(extract_one, items)

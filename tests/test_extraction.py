@@ -1,0 +1,141 @@
+"""The parse-based extractor: the labelled set's targets, the facts a new user expects from
+plain sentences, the pinned pipeline, and the scorer the targets rest on."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cranimem_mcp import syntax
+from cranimem_mcp.errors import ConfigError
+from cranimem_mcp.eval.extraction import load, names_match, score, triples_match
+from cranimem_mcp.extraction import extract_one
+from cranimem_mcp.linkage import check
+
+DATA = Path(__file__).parent / "data"
+
+
+def facts(text: str) -> set[tuple[str, str, str]]:
+    return {(r.subject, r.predicate, r.object) for r in check(extract_one(text)).relations}
+
+
+def predictions(items):
+    return [sorted(facts(i["text"])) for i in items]
+
+
+def test_the_held_out_part_meets_the_targets():
+    items = load(DATA / "extraction_test.json")
+    assert len(items) >= 100
+    result = score(items, predictions(items))["all"]
+    assert result.recall >= 0.85, (result.recall, result.misses[:20])
+    assert result.precision >= 0.90, (result.precision, result.wrong[:20])
+
+
+def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
+    tune = [i for f in sorted(DATA.glob("extraction_tune*.json")) for i in load(f)]
+    test = load(DATA / "extraction_test.json")
+    assert len(tune) + len(test) >= 200
+    assert not {i["text"] for i in tune} & {i["text"] for i in test}
+    kinds = {i["kind"] for i in test}
+    assert {"assistant_note", "first_person", "encyclopedic", "no_fact"} <= kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("My sister Ana lives in Lisbon and works at Feedzai.",
+         {("User", "has_sister", "Ana"), ("Ana", "lives_in", "Lisbon"),
+          ("Ana", "works_at", "Feedzai")}),
+        ("Tom is my brother and he lives in Porto.",
+         {("User", "has_brother", "Tom"), ("Tom", "lives_in", "Porto")}),
+        ("I'm allergic to penicillin.", {("User", "allergic_to", "penicillin")}),
+        ("My daughter Mia is allergic to peanuts.",
+         {("User", "has_daughter", "Mia"), ("Mia", "allergic_to", "peanuts")}),
+        ("User's manager is Priya Raman.", {("User", "has_manager", "Priya Raman")}),
+        ("User speaks Portuguese and German.",
+         {("User", "speaks", "Portuguese"), ("User", "speaks", "German")}),
+        ("The user works at Stripe as a backend engineer.",
+         {("User", "works_at", "Stripe"), ("User", "is_a", "backend engineer")}),
+        ("Kenji works for Hoshino Resorts, which is based in Karuizawa.",
+         {("Kenji", "works_at", "Hoshino Resorts"), ("Hoshino Resorts", "based_in", "Karuizawa")}),
+        ("Biscuit is a beagle.", {("Biscuit", "is_a", "beagle")}),
+        ("Inception is a science fiction film directed by Christopher Nolan.",
+         {("Inception", "is_a", "science fiction film"),
+          ("Christopher Nolan", "directed", "Inception")}),
+        ("Caroline: I just started a new job at the animal shelter downtown!",
+         {("Caroline", "works_at", "animal shelter downtown")}),
+    ],
+)  # fmt: skip
+def test_the_facts_a_new_user_expects(text, expected):
+    assert facts(text) == expected
+
+
+def test_negation_never_asserts_the_positive_fact():
+    assert facts("I don't like cilantro.") == {("User", "not_likes", "cilantro")}
+    assert ("User", "likes", "cilantro") not in facts("I really do not like cilantro at all.")
+    assert not {f for f in facts("Sam never eats meat.") if f[1] == "eat"}
+
+
+def test_wishes_and_questions_are_not_facts():
+    assert facts("I want to move to Berlin next year.") == set()
+    assert facts("Should we move to Berlin?") == set()
+    assert facts("Great question!") == set()
+
+
+def test_no_co_occurrence_triples():
+    assert not [f for f in facts("Ana met Tom in Porto, then flew to Lisbon.") if f[1] == "related_to"]
+
+
+def test_entities_get_types_from_the_parse():
+    x = extract_one("My sister Ana lives in Lisbon and works at Acme Robotics.")
+    types = {e.name: e.type for e in x.entities}
+    assert types["Ana"] == "Person" and types["Lisbon"] == "Location"
+    assert types["Acme Robotics"] == "Organization" and types["User"] == "Person"
+
+
+def test_a_pipeline_file_that_differs_from_the_pinned_one_is_refused(tmp_path):
+    copy = tmp_path / syntax.model_dir().name
+    shutil.copytree(syntax.model_dir(), copy)
+    model = copy / "parser" / "model"
+    data = bytearray(model.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    model.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match="sha256") as raised:
+        syntax.load(copy)
+    assert "parser/model" in str(raised.value) and syntax.REQUIREMENT in str(raised.value)
+    (copy / "parser" / "model").unlink()
+    with pytest.raises(ConfigError, match="lacks"):
+        syntax.load(copy)
+    assert syntax.load(syntax.model_dir()) is not None  # the installed one passes
+
+
+def test_importing_the_engine_loads_no_parser():
+    code = textwrap.dedent(
+        """
+        import sys
+        import cranimem_mcp.engine, cranimem_mcp.server, cranimem_mcp.extraction
+        print("spacy" in sys.modules)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"]
+
+
+def test_the_scorer_matches_names_inverses_and_nothing_else():
+    assert names_match("the Kyoto University", "Kyoto University")
+    assert names_match("science fiction film", "film") and names_match("peanuts", "peanut")
+    assert not names_match("Lisbon", "Porto") and not names_match("Ana", "Anabel")
+    assert triples_match(("Inception", "directed_by", "Nolan"), ("Nolan", "directed", "Inception"))
+    assert triples_match(("Lena", "manages", "User"), ("User", "has_manager", "Lena"))
+    assert triples_match(("Sam", "married_to", "Ana"), ("Ana", "married_to", "Sam"))
+    assert triples_match(("X", "based_in", "Y"), ("X", "located_in", "Y"))
+    assert not triples_match(("User", "likes", "tea"), ("User", "not_likes", "tea"))
+    assert not triples_match(("User", "lives_in", "Oslo"), ("Oslo", "lives_in", "User"))
+    items = [{"text": "t", "kind": "k", "triples": [["A", "p", "B"], ["A", "q", "C"]]}]
+    result = score(items, [[("A", "p", "B"), ("A", "r", "C")]])["all"]
+    assert (result.precision, result.recall) == (0.5, 0.5)
