@@ -244,6 +244,9 @@ VERBS: dict[tuple[str, str | None], str] = {
     ("direct", None): "directed",
     ("create", None): "created",
     ("play", None): "plays",
+    ("play", "for"): "member_of",
+    ("start", "at"): "works_at",
+    ("begin", "at"): "works_at",
 }
 # "can't stand X", "is a fan of X", "is a member of X", ...: (noun, preposition) -> predicate
 _NOUN_PREPS = {
@@ -323,6 +326,7 @@ class _Reader:
         self.last_person: str | None = None
         self.last_subject: str | None = None
         self.people: set[str] = {canonical_name(speaker)}
+        self.last_thing: str | None = None
 
     # -- nodes --
 
@@ -397,6 +401,8 @@ class _Reader:
         low = tok.lower_
         if low in _FIRST and tok.pos_ == "PRON":
             return self.person(self.speaker, subject=tok.dep_.startswith("nsubj"))
+        if low == "it" and tok.dep_ in ("dobj", "pobj", "nsubj") and tok.pos_ == "PRON":
+            return self.last_thing  # "switched to Neovim and now uses it daily"
         if low in ("you", "your", "yours", "it", "its", "this", "that", "there", "these",
                    "those", "what", "something", "someone", "everyone"):  # fmt: skip
             if low in _RELATIVE:
@@ -427,7 +433,10 @@ class _Reader:
             return None
         if tok.ent_type_ == "PERSON":
             return self.person(name, subject=tok.dep_.startswith("nsubj"))
-        return self.entity(name, _ENT_TYPES.get(tok.ent_type_, "Other"))
+        name = self.entity(name, _ENT_TYPES.get(tok.ent_type_, "Other"))
+        if tok.pos_ == "PROPN":
+            self.last_thing = name
+        return name
 
     def person(self, name: str, subject: bool = False) -> str:
         name = self.entity(name, "Person")
@@ -476,8 +485,11 @@ class _Reader:
                 self.people.add(canonical_name(name))
         else:
             name = self.entity(name, type_)
-        if owner is not None:
+        if owner is not None and (_is_kin_word(tok.lemma_.lower()) or _kin(tok) in ("dog", "cat")):
+            # "my sister Ana", "my beagle Rex"; not "User's app Pebble" (a label, no fact)
             self.relate(self.ref(owner), f"has_{_kin(tok)}", name)
+            if _kin(tok) in ("dog", "cat") and tok.lemma_.lower() not in ("dog", "cat"):
+                self.relate(name, "is_a", self.entity(tok.lemma_.lower(), "Other"))
         return name
 
     # -- clauses --
@@ -497,6 +509,8 @@ class _Reader:
                 self.noun_facts(tok)
             elif tok.pos_ == "PROPN":
                 self.place_facts(tok)
+            if tok.like_num and tok.dep_ == "appos" and tok.head.pos_ == "PROPN":
+                self.relate(self.ref(tok.head), "has_age", self.entity(tok.text, "Other"))
             if tok.ent_type_ == "PERSON" and tok.dep_ in ("nsubj", "nsubjpass", "appos", "attr",
                                                           "pobj", "dobj", "conj"):  # fmt: skip
                 self.last_person = self.phrase(tok) or self.last_person
@@ -537,7 +551,9 @@ class _Reader:
                 return True
             if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in t.children):
                 return True
-            if t.dep_ not in ("xcomp", "conj", "ccomp") or t.head.i == t.i:
+            if t.dep_ == "ccomp" and t.head.i != t.i:  # "I hope we move" / "you should know X"
+                return t.head.lemma_.lower() in _IRREALIS
+            if t.dep_ not in ("xcomp", "conj") or t.head.i == t.i:
                 return False
             t = t.head
 
@@ -546,6 +562,8 @@ class _Reader:
             return
         subjects = [s for s in (self.ref(t) for t in self.subjects(verb)
                                 if t.ent_type_ not in ("DATE", "TIME")) if s]  # fmt: skip
+        if verb.dep_ == "acl" and verb.lemma_.lower() in ("call", "name"):
+            return  # "a beagle called Biscuit": read by called()
         if verb.dep_ == "acl" and verb.tag_ == "VBN" and not any(
             c.dep_ in ("nsubj", "nsubjpass") for c in verb.children
         ):
@@ -558,7 +576,11 @@ class _Reader:
         lemma = _lemma(verb)
         if lemma == "get" and any(c.dep_ == "aux" and c.lemma_ == "have" for c in verb.children):
             lemma = "have"  # "I've got a Nikon"
-        passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
+        passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children) or (
+            verb.tag_ == "VBN" and any(c.dep_ == "agent" for c in verb.children)
+        )  # "directed by X and produced by Y": the second verb has only its agent
+        if any(c.dep_ == "preconj" and c.lower_ == "neither" for t in verb.subtree for c in t.children):
+            neg = "not_"  # "eats neither beef nor pork"
         if lemma == "be":
             self.copula(verb, subjects, neg)
             return
@@ -599,6 +621,16 @@ class _Reader:
     def direct(self, verb: Any, lemma: str, subjects: list[str], obj_tok: Any, neg: str) -> None:
         if obj_tok.ent_type_ in ("DATE", "TIME"):
             return
+        if any(c.dep_ == "neg" for c in obj_tok.children):
+            neg = "" if neg else "not_"  # "uses pnpm, not npm"
+        elif neg and any(c.lower_ in ("only", "just") for c in obj_tok.children):
+            neg = ""  # "doesn't speak French, only English"
+        if lemma == "prefer" and obj_tok.lemma_.lower() in _MEDIA:
+            for prep in (c for c in obj_tok.children if c.dep_ == "prep" and c.lower_ == "in"):
+                for o in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
+                    for s in subjects:  # "Prefers replies in Spanish"
+                        self.relate(s, neg + "prefers", self.ref(o))
+                return
         low = obj_tok.lemma_.lower()
         if lemma == "turn" and obj_tok.like_num:
             for s in subjects:
@@ -647,11 +679,24 @@ class _Reader:
 
     def prep(self, lemma: str, prep: Any, subjects: list[str], neg: str) -> None:
         word = prep.lower_
-        for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
+        if prep.ent_type_ and prep.ent_type_ not in ("DATE", "TIME"):
+            return  # inside a name: "the Pulitzer Prize for Fiction"
+        objects = self.spread([c for c in prep.children if c.dep_ == "pobj"])
+        for o in list(objects):  # "through ten countries, including Austria and Hungary"
+            for inc in (c for c in o.children if c.dep_ == "prep" and c.lower_ in ("including", "like")):
+                if o in objects:
+                    objects.remove(o)
+                objects += self.spread([c for c in inc.children if c.dep_ == "pobj"])
+        if word == "with" and lemma == "found":
+            for o in objects:  # "co-founded Fernway with Dana Liu"
+                for dobj in (c for c in prep.head.children if c.dep_ == "dobj"):
+                    self.relate(self.ref(o), "founded", self.ref(dobj))
+            return
+        for obj_tok in objects:
             if self.setting(obj_tok):
                 continue
             obj = self.ref(obj_tok)
-            if word == "as":
+            if word == "as" and lemma in _WORK_VERBS - {"serve"}:
                 pred = "is_a"
                 # "works as a nurse at St. Mary's": the place hangs on the role
                 for inner in (c for c in obj_tok.children if c.dep_ == "prep"):
@@ -746,19 +791,24 @@ class _Reader:
                     if word in ("in", "on", "with") and obj_tok.lemma_.lower() in _GROUPS:
                         pred = "member_of"  # "is in a book club called Chapter Eleven"
                     else:
-                        pred = {"in": "located_in", "from": "from", "on": "member_of",
+                        pred = {"in": "located_in", "from": "from",
                                 "into": "likes"}.get(word, f"be_{word}")  # fmt: skip
                     for s in subjects:
                         self.relate(s, neg + pred, self.ref(obj_tok))
 
     def attribute(self, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
         if attr.like_num or attr.ent_type_ in ("CARDINAL", "DATE") and attr.text.isdigit():
+            if any(c.dep_ == "mark" for c in attr.head.children) or attr.head.dep_ == "advcl":
+                return  # "when I was 19"
             for s in subjects:
                 self.relate(s, neg + "has_age", self.entity(attr.text, "Other"))
             return
         owner = next((c for c in attr.children if c.dep_ == "poss"), None)
         of = [p for p in attr.children if p.dep_ == "prep" and p.lower_ == "of"]
-        if attr.pos_ == "NOUN" and (owner is not None or (of and attr.lemma_ in _KIN_NOUNS)):
+        if attr.pos_ == "NOUN" and (
+            (owner is not None and (_is_kin_word(attr.lemma_.lower()) or _kin(attr) in ("dog", "cat")))
+            or (of and attr.lemma_ in _KIN_NOUNS)
+        ):
             # "Tom is my brother" / "Tom is the brother of Ana"
             possessor = self.ref(owner) if owner is not None else None
             if possessor is None and of:
@@ -775,6 +825,14 @@ class _Reader:
         # is Helix"
         for st in subj_toks:
             sowner = next((c for c in st.children if c.dep_ == "poss"), None)
+            if st.lemma_.lower() == "name" and sowner is not None and sowner.pos_ == "NOUN":
+                # "My husband's name is Gabriel" / "partner's name is Hemi"
+                owner2 = next((c for c in sowner.children if c.dep_ == "poss"), None)
+                who = self.ref(owner2) if owner2 is not None else self.speaker
+                name = self.person(self.phrase(attr) or attr.text, subject=True)
+                self.people.add(canonical_name(name))
+                self.relate(who, f"{neg}has_{_kin(sowner)}", name)
+                return
             if st.pos_ != "NOUN" or sowner is None or self.named_by(st) is not None:
                 continue
             mods = {c.lower_ for c in st.children if c.dep_ in ("amod", "compound")}
@@ -815,6 +873,10 @@ class _Reader:
                     pred = "located_in" if prep.lower_ == "in" else "located_near"
                 if pred is None and prep.lower_ in ("at", "for") and obj_tok.ent_type_ == "ORG":
                     pred = "works_at"
+                if pred is None and prep.lower_ in ("in", "with", "for", "on") and (
+                    obj_tok.ent_type_ == "ORG" or obj_tok.lemma_.lower() in _GROUPS
+                ) and attr.pos_ == "NOUN":
+                    pred = "member_of"  # "a violinist in the Borusan Istanbul Philharmonic"
                 if pred:
                     for s in subjects:
                         self.relate(s, neg + pred, self.ref(obj_tok))
@@ -859,8 +921,13 @@ class _Reader:
             self.relate(self.ref(tok.head), "located_in", self.ref(tok))
 
     def noun_facts(self, noun: Any) -> None:
-        """Facts a noun phrase states by itself: "Dev, a data scientist" (is_a)."""
+        """Facts a noun phrase states by itself: "Dev, a data scientist" (is_a), "Moby-Dick,
+        a novel by Herman Melville" (wrote)."""
         head_tok = noun.head
+        if noun.dep_ == "appos" and noun.lemma_.lower() in _WORKS:
+            for by in (c for c in noun.children if c.dep_ == "prep" and c.lower_ == "by"):
+                for author in (c for c in by.children if c.dep_ == "pobj"):
+                    self.relate(self.ref(author), _WORKS[noun.lemma_.lower()], self.ref(head_tok))
         if noun.dep_ == "appos" and (head_tok.pos_ == "PROPN" or head_tok.text[:1].isupper()):
             head = self.ref(head_tok)
             cls = self.phrase(noun)
@@ -881,7 +948,8 @@ class _Reader:
             self.entities[key] = Entity(name=self.entities[key].name, type=type_)  # type: ignore[arg-type]
 
 
-_DOGS = {"puppy", "retriever", "labrador", "lab", "poodle", "corgi", "terrier", "spaniel",
+_DOGS = {"puppy", "inu", "shiba", "akita", "samoyed", "pomeranian", "maltese", "cockapoo",
+         "labradoodle", "goldendoodle", "spitz", "retriever", "labrador", "lab", "poodle", "corgi", "terrier", "spaniel",
          "husky", "collie", "shepherd", "bulldog", "dachshund", "pug", "chihuahua", "beagle",
          "greyhound", "whippet", "boxer", "rottweiler", "doberman", "schnauzer", "sheepdog",
          "mutt", "pup", "shih", "malamute", "setter", "pointer", "hound"}  # fmt: skip
@@ -898,8 +966,12 @@ _LEMMAS = {"hates": "hate", "hated": "hate", "hating": "hate", "loves": "love", 
 
 
 def _kin(noun: Any) -> str:
-    """The relation a noun names: the word itself, a breed as its animal."""
+    """The relation a noun names: the word itself ("brother-in-law" whole), a breed as its
+    animal."""
     low = noun.lemma_.lower()
+    doc = noun.doc
+    if doc[noun.i + 1 : noun.i + 4].text.replace(" ", "") == "-in-":
+        return f"{low}_in_law"
     if low in _DOGS or noun.lower_ in _DOGS:
         return "dog"
     if low in _CATS or noun.lower_ in _CATS:
@@ -913,6 +985,8 @@ def _is_kin_word(word: str) -> bool:
 
 def _lemma(tok: Any) -> str:
     low = _LEMMAS.get(tok.lower_, tok.lemma_.lower())
+    if low.startswith("co-") or low in ("cofound", "cofounded"):
+        low = "found" if "found" in low else low[3:]
     particle = next((c.lower_ for c in tok.children if c.dep_ == "prt"), None)
     return f"{low}_{particle}" if particle else low
 
@@ -923,6 +997,15 @@ _RELATION_NOUNS = {"employer": "works_at", "workplace": "works_at", "hometown": 
                    "university": "studies_at"}  # fmt: skip
 # "X hired me": the object is the subject of the canonical fact
 _OBJECT_FACTS = {"hire": "works_at", "employ": "works_at", "recruit": "works_at"}
+
+# What a preference for "X in Y" is about: the Y ("answers in British English")
+_MEDIA = {"answer", "reply", "response", "explanation", "message", "email", "example", "code",
+          "summary", "note", "comment", "doc", "documentation", "output", "text"}  # fmt: skip
+_WORKS = {"novel": "wrote", "book": "wrote", "poem": "wrote", "play": "wrote", "song": "wrote",
+          "memoir": "wrote", "story": "wrote", "film": "directed", "movie": "directed",
+          "documentary": "directed", "album": "created", "painting": "created",
+          "opera": "wrote", "symphony": "wrote", "series": "created", "game": "created"}  # fmt: skip
+_WORK_VERBS = {"work", "join", "start", "begin", "intern", "employ", "hire", "volunteer", "serve"}
 
 _KIN_NOUNS = {
     "partner", "wife", "husband", "sister", "brother", "mother", "father", "mom", "mum", "dad",
