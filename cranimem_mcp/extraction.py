@@ -273,7 +273,12 @@ _THIRD_PERSON = {"he", "she", "him", "her", "his", "hers", "they", "them", "thei
 _RELATIVE = {"which", "that", "who", "whom", "whose"}
 _SKIP_MODIFIERS = {"new", "old", "favorite", "favourite", "current", "former", "other",
                    "same", "own", "little", "big", "first", "last", "best", "whole",
-                   "recent", "next", "previous", "main", "usual", "local", "own"}  # fmt: skip
+                   "recent", "next", "previous", "main", "usual", "local", "own",
+                   "preferred", "liked", "loved", "hated", "disliked", "used"}  # fmt: skip
+# Past forms the small parser can read as adjectives ("I preferred espresso": 'preferred' an
+# amod of 'espresso'): after a subject pronoun they are the verb.
+_PAST_AS_ADJ = {"preferred": "prefer", "liked": "like", "loved": "love", "hated": "hate",
+                "disliked": "dislike", "used": "use", "owned": "own", "spoke": "speak"}  # fmt: skip
 _NOT_THINGS = {"time", "day", "week", "month", "year", "moment", "way", "lot", "thing",
                "something", "anything", "everything", "nothing", "one", "bit", "kind"}  # fmt: skip
 _ENT_TYPES = {
@@ -509,6 +514,13 @@ class _Reader:
                 self.noun_facts(tok)
             elif tok.pos_ == "PROPN":
                 self.place_facts(tok)
+            if tok.lower_ in _PAST_AS_ADJ and tok.dep_ == "amod" and tok.i > sent.start:
+                before = tok.doc[tok.i - 1]
+                if before.pos_ == "PRON" and before.dep_ != "poss" and before.lower_ in (
+                    _FIRST | _THIRD_PERSON
+                ):
+                    pred = VERBS.get((_PAST_AS_ADJ[tok.lower_], None), _PAST_AS_ADJ[tok.lower_])
+                    self.relate(self.ref(before), pred, self.ref(tok.head))
             if tok.like_num and tok.dep_ == "appos" and tok.head.pos_ == "PROPN":
                 self.relate(self.ref(tok.head), "has_age", self.entity(tok.text, "Other"))
             if tok.ent_type_ == "PERSON" and tok.dep_ in ("nsubj", "nsubjpass", "appos", "attr",
@@ -517,6 +529,9 @@ class _Reader:
 
     def subjects(self, verb: Any) -> list[Any]:
         subs = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass", "csubj")]
+        if not subs:  # "I've preferred": the parser may hang the subject on the auxiliary
+            subs = [g for c in verb.children if c.dep_ in ("aux", "auxpass")
+                    for g in c.children if g.dep_ in ("nsubj", "nsubjpass")]  # fmt: skip
         if len(subs) == 2 and subs[1].i == subs[0].i + 1 and subs[1].pos_ == "PROPN":
             subs = [subs[0]]  # "My girlfriend Chiara": one subject (named_by reads the name)
         if subs:
@@ -593,6 +608,14 @@ class _Reader:
                         self.relate(self.ref(owner), f"has_{_kin(st)}", name)
             return
         has_object = any(c.dep_ == "dobj" for c in verb.children)
+        jobs = [c for c in verb.children if c.dep_ == "dobj" and c.lemma_.lower() in _JOBS]
+        if jobs:
+            preps = [c for t in (verb, *jobs) for c in t.children if c.dep_ == "prep"]
+            for prep in (p for p in preps if p.lower_ in ("at", "with")):
+                for place in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
+                    for s in subjects:  # "I got a job at Globex"
+                        self.relate(s, neg + "works_at", self.ref(place))
+            return
         for child in verb.children:
             if (child.dep_ in ("dobj", "attr", "oprd") or (
                 child.dep_ == "xcomp" and child.pos_ == "NOUN")) and not passive:
@@ -636,7 +659,7 @@ class _Reader:
             for s in subjects:
                 self.relate(s, "has_age", self.entity(obj_tok.text, "Other"))
             return
-        if low in ("job", "position", "internship", "role", "post") and lemma in (
+        if low in _JOBS and lemma in (
             "get", "start", "have", "take", "land", "accept", "begin", "love", "like", "hate"
         ):
             for prep in (c for c in obj_tok.children if c.dep_ == "prep" and c.lower_ in ("at", "with")):
@@ -1005,6 +1028,7 @@ _WORKS = {"novel": "wrote", "book": "wrote", "poem": "wrote", "play": "wrote", "
           "memoir": "wrote", "story": "wrote", "film": "directed", "movie": "directed",
           "documentary": "directed", "album": "created", "painting": "created",
           "opera": "wrote", "symphony": "wrote", "series": "created", "game": "created"}  # fmt: skip
+_JOBS = {"job", "position", "internship", "role", "post", "gig", "placement"}
 _WORK_VERBS = {"work", "join", "start", "begin", "intern", "employ", "hire", "volunteer", "serve"}
 
 _KIN_NOUNS = {

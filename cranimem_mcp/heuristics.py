@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from . import linkage
 from .extraction import DATE, FIRST_PERSON, proper_spans
 from .models import Judgement, Tagging, Utility
 
@@ -94,6 +95,23 @@ _EMOTION_WORDS = {
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*|\d[\d.,:]*")
 
 
+# Facts about the user the parse can state ("I relocated to Helsinki in 2019", "Tyrell Corp
+# hired me"): a durable relation with the user as its subject.
+_PERSONAL_PREDICATES = {"lives_in", "works_at", "studies_at", "born_in", "prefers", "likes",
+                        "dislikes", "allergic_to", "speaks", "uses", "owns", "married_to",
+                        "member_of", "is_a", "has_age", "plays"}  # fmt: skip
+
+
+def _states_a_personal_fact(text: str) -> bool:
+    for rel in linkage.quick(text).relations:
+        predicate = rel.predicate.removeprefix("not_")
+        if rel.subject == "User" and (
+            predicate in _PERSONAL_PREDICATES or predicate.startswith("has_")
+        ):
+            return True
+    return False
+
+
 def _clamp(x: float) -> float:
     return min(1.0, max(0.0, x))
 
@@ -119,7 +137,7 @@ class HeuristicTagger:
             return Judgement(keep=True, kind="plan", reason="a first-person plan")
         if _DIRECTIVE.search(text) and len(_WORD.findall(text)) >= 3:
             return Judgement(keep=True, kind="command", reason="a directive to the assistant")
-        if _PERSONAL_FACT.search(text):
+        if _PERSONAL_FACT.search(text) or _states_a_personal_fact(text):
             return Judgement(keep=True, kind="fact", reason="a first-person fact about the user")
         return Judgement(keep=False, kind="noise", reason="off-goal and not about the user")
 

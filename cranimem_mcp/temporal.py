@@ -74,7 +74,9 @@ _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?")
 _MDY = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
 _MY = re.compile(rf"\b(?:in|since|from|during|by)?\s*({_MONTH})\.?\s+(?:of\s+)?(\d{{4}})\b", re.I)
-_Y = re.compile(r"\b(?:in|since|from|during|back in)\s+((?:19|20)\d{2})\b", re.I)
+_Y = re.compile(
+    r"(?:\b(?:in|since|from|during|back in|in the year)\s+|^\W*)((?:19|20)\d{2})\b(?!\s*%)", re.I
+)  # "in 2016", "since 2016", and a year that opens the text ("2016 was the year I moved")
 
 
 def observed_at(text: str) -> datetime | None:

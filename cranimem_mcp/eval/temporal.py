@@ -70,7 +70,7 @@ PARAPHRASES = {
     ],
     "drink": [
         "I've preferred {value} since {year}.",
-        "From {year} on, I preferred {value}.",
+        "Starting in {year}, I preferred {value}.",
         "Since {year} my preferred drink is {value}.",
         "In {year} I started preferring {value}.",
         "These days (since {year}) I prefer {value}.",
