@@ -805,7 +805,10 @@ class _Reader:
                     self.attribute(attr, subj_toks, subjects, neg)
             elif child.dep_ == "acomp":
                 for adj in self.spread([child]):
-                    self.adjective(adj, subjects, neg)
+                    if adj.pos_ in ("NOUN", "PROPN") or self.names_a_value(subj_toks):
+                        self.attribute(adj, subj_toks, subjects, neg)  # a mislabelled attr
+                    else:
+                        self.adjective(adj, subjects, neg)
             elif child.dep_ == "prep":
                 word = child.lower_
                 for obj_tok in self.spread([c for c in child.children if c.dep_ == "pobj"]):
@@ -818,6 +821,18 @@ class _Reader:
                                 "into": "likes"}.get(word, f"be_{word}")  # fmt: skip
                     for s in subjects:
                         self.relate(s, neg + pred, self.ref(obj_tok))
+
+    @staticmethod
+    def names_a_value(subj_toks: list[Any]) -> bool:
+        """"my preferred drink is ...", "my employer is ...": what follows is a name, whatever
+        the parser labels it."""
+        for st in subj_toks:
+            mods = {c.lower_ for c in st.children if c.dep_ in ("amod", "compound")}
+            if any(c.dep_ == "poss" for c in st.children) and (
+                st.lemma_.lower() in _RELATION_NOUNS or mods & {"preferred", "favorite", "favourite"}
+            ):
+                return True
+        return False
 
     def attribute(self, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
         if attr.like_num or attr.ent_type_ in ("CARDINAL", "DATE") and attr.text.isdigit():
@@ -859,12 +874,13 @@ class _Reader:
             if st.pos_ != "NOUN" or sowner is None or self.named_by(st) is not None:
                 continue
             mods = {c.lower_ for c in st.children if c.dep_ in ("amod", "compound")}
-            if mods & {"preferred", "favorite", "favourite"} and attr.pos_ in ("NOUN", "PROPN"):
+            if mods & {"preferred", "favorite", "favourite"}:
                 pred = "prefers" if "preferred" in mods else "likes"
-                self.relate(self.ref(sowner), neg + pred, self.ref(attr))
+                obj = self.ref(attr) or self.entity(self.phrase(attr) or attr.text, "Other")
+                self.relate(self.ref(sowner), neg + pred, obj)
                 return
-            if attr.pos_ == "PROPN":
-                name = self.ref(attr)
+            if attr.pos_ == "PROPN" or st.lemma_.lower() in _RELATION_NOUNS:
+                name = self.ref(attr) or self.entity(attr.text, "Other")
                 pred = _RELATION_NOUNS.get(st.lemma_.lower(), f"has_{_kin(st)}")
                 self.relate(self.ref(sowner), neg + pred, name)
                 if name and (attr.ent_type_ in ("PERSON", "") or st.lemma_ in _KIN_NOUNS):
