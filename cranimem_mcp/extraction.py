@@ -516,6 +516,8 @@ class _Reader:
                 self.place_facts(tok)
             if tok.lower_ in _PAST_AS_ADJ and tok.dep_ == "amod" and tok.i > sent.start:
                 before = tok.doc[tok.i - 1]
+                if before.lower_ in ("'ve", "’ve", "have", "had", "'d") and before.i > sent.start:
+                    before = tok.doc[before.i - 1]  # "I've preferred mint tea"
                 if before.pos_ == "PRON" and before.dep_ != "poss" and before.lower_ in (
                     _FIRST | _THIRD_PERSON
                 ):
@@ -681,10 +683,15 @@ class _Reader:
             for s in subjects:  # "Umbrella Labs hired me"
                 self.relate(obj, neg + _OBJECT_FACTS[lemma], s)
             return
+        if lemma == "have" and any(c.lower_ in _PAST_AS_ADJ for c in obj_tok.lefts):
+            return  # "I've preferred mint tea": read as 'preferred', not as having tea
         if lemma in ("have",):
             pred = "owns"
         elif lemma == "join":
-            pred = "member_of" if low in _GROUPS else "works_at"
+            # "joined the chess club" / "joined Soylent Group" (a company's name)
+            named = obj_tok.pos_ == "PROPN"
+            pred = "member_of" if low in (_GROUPS - {"group", "party", "union"} if named
+                                          else _GROUPS) else "works_at"  # fmt: skip
         elif lemma == "stand" and any(c.lower_ in ("ca", "can") for c in verb.children):
             pred, neg = "dislikes", ""
         else:
