@@ -354,6 +354,9 @@ class _Reader:
     def phrase(self, tok: Any) -> str | None:
         """The name a noun token stands for: the longer of its named entity and the noun with
         its compound and adjective modifiers ("green tea", "backend engineer", "Volvo 240")."""
+        title = self.title(tok)
+        if title is not None:
+            return title
         entity = None
         if tok.ent_type_ and tok.ent_type_ not in _SKIP_ENTS:
             ent = next((e for e in tok.doc.ents if e.start <= tok.i < e.end), None)
@@ -400,6 +403,19 @@ class _Reader:
             return entity.text
         text = doc[left : right + 1].text
         return text.strip(" .,;:!?\"'") or None
+
+    @staticmethod
+    def title(tok: Any) -> str | None:
+        """A capitalised name with lower-case joints ("Kafka on the Shore", "One Hundred
+        Years of Solitude", "Crumb & Co.") around ``tok``, or None."""
+        if not tok.text[:1].isupper() or tok.pos_ == "PRON":
+            return None
+        sent = tok.sent
+        offset = tok.idx - sent.start_char
+        for m in _TITLE.finditer(sent.text):
+            if m.start() <= offset < m.end():
+                return m.group().rstrip(",;:") if _TITLE_JOINT.search(m.group()) else None
+        return None
 
     def ref(self, tok: Any) -> str | None:
         """The entity a subject or object token refers to, or None."""
@@ -463,7 +479,7 @@ class _Reader:
         if tok.pos_ != "NOUN":
             return None
         names = [c for c in tok.children
-                 if c.dep_ in ("appos", "compound") and c.pos_ == "PROPN" and c.i > tok.i]  # fmt: skip
+                 if c.dep_ in ("appos", "compound") and c.i > tok.i and _is_name(c)]  # fmt: skip
         if not names and tok.head.pos_ == "PROPN" and tok.head.i > tok.i and (
             tok.dep_ == "compound" or tok.lemma_.lower() in _KIN_NOUNS
         ) and tok.dep_ in ("compound", "appos"):
@@ -523,7 +539,7 @@ class _Reader:
                 ):
                     pred = VERBS.get((_PAST_AS_ADJ[tok.lower_], None), _PAST_AS_ADJ[tok.lower_])
                     self.relate(self.ref(before), pred, self.ref(tok.head))
-            if tok.like_num and tok.dep_ == "appos" and tok.head.pos_ == "PROPN":
+            if tok.text.isdigit() and tok.dep_ == "appos" and tok.head.pos_ == "PROPN":
                 self.relate(self.ref(tok.head), "has_age", self.entity(tok.text, "Other"))
             if tok.ent_type_ == "PERSON" and tok.dep_ in ("nsubj", "nsubjpass", "appos", "attr",
                                                           "pobj", "dobj", "conj"):  # fmt: skip
@@ -579,7 +595,7 @@ class _Reader:
             return
         subjects = [s for s in (self.ref(t) for t in self.subjects(verb)
                                 if t.ent_type_ not in ("DATE", "TIME")) if s]  # fmt: skip
-        if verb.dep_ == "acl" and verb.lemma_.lower() in ("call", "name"):
+        if verb.lemma_.lower() in ("call", "name") and not passive_marked(verb):
             return  # "a beagle called Biscuit": read by called()
         if verb.dep_ == "acl" and verb.tag_ == "VBN" and not any(
             c.dep_ in ("nsubj", "nsubjpass") for c in verb.children
@@ -624,7 +640,10 @@ class _Reader:
                 for obj_tok in self.spread([child]):
                     self.direct(verb, lemma, subjects, obj_tok, neg)
             elif child.dep_ == "prep" and has_object and child.lower_ == "for":
-                continue  # a purpose ("uses Linear for issue tracking"), not a fact
+                # a purpose ("uses Linear for issue tracking"), not a fact; but "Obsidian
+                # for notes and Todoist for tasks" holds a second object
+                self.prep(lemma, child, subjects, neg, parallel_only=True)
+                continue
             elif child.dep_ == "agent" and passive:
                 for obj_tok in self.spread([c for c in child.children if c.dep_ == "pobj"]):
                     agent = self.ref(obj_tok)
@@ -672,6 +691,13 @@ class _Reader:
         if lemma in ("have", "get", "adopt") and low in ("allergy",):
             self.allergy(obj_tok, subjects, neg)
             return
+        names = [c for c in obj_tok.children if c.dep_ == "conj" and c.pos_ == "PROPN"]
+        if lemma in ("have", "get", "adopt", "raise") and names and _is_kin_word(low):
+            kin = "child" if low in ("child", "children") else low
+            for n in self.spread(names):  # "has two children, Ellie and Finn"
+                for s in subjects:
+                    self.relate(s, f"{neg}has_{kin}", self.person(self.phrase(n) or n.text))
+            return
         named = self.called(obj_tok)
         if lemma in ("have", "get", "adopt", "raise", "rescue") and named is not None:
             for name in self.all_called(obj_tok) or [named]:
@@ -707,7 +733,9 @@ class _Reader:
             if prep.lower_ in ("at", "for") and lemma not in ("have",):
                 self.prep(lemma, prep, subjects, neg)
 
-    def prep(self, lemma: str, prep: Any, subjects: list[str], neg: str) -> None:
+    def prep(
+        self, lemma: str, prep: Any, subjects: list[str], neg: str, parallel_only: bool = False
+    ) -> None:
         word = prep.lower_
         if prep.ent_type_ and prep.ent_type_ not in ("DATE", "TIME"):
             return  # inside a name: "the Pulitzer Prize for Fiction"
@@ -722,8 +750,16 @@ class _Reader:
                 for dobj in (c for c in prep.head.children if c.dep_ == "dobj"):
                     self.relate(self.ref(o), "founded", self.ref(dobj))
             return
+        parallel = bool(objects) and (self.setting(objects[0]) or word == "for")
         for obj_tok in objects:
             if self.setting(obj_tok):
+                continue
+            if parallel and obj_tok.i != objects[0].i and any(c.dep_ == "prep" for c in obj_tok.children):
+                # "uses VS Code at work and Emacs at home": Emacs is the verb's object
+                for s in subjects:
+                    self.relate(s, neg + VERBS.get((lemma, None), lemma), self.ref(obj_tok))
+                continue
+            if parallel_only:
                 continue
             obj = self.ref(obj_tok)
             if word == "as" and lemma in _WORK_VERBS - {"serve"}:
@@ -790,7 +826,7 @@ class _Reader:
 
     def called(self, noun: Any) -> str | None:
         """"a beagle called Biscuit" / "a cat named Miso": the name (is_a the noun)."""
-        for acl in (c for c in noun.children if c.dep_ == "acl"):
+        for acl in (c for c in noun.children if c.dep_ in ("acl", "relcl", "advcl")):
             if acl.lemma_.lower() in ("call", "name"):
                 for n in acl.children:
                     if n.dep_ in ("oprd", "attr", "dobj", "npadvmod") and n.pos_ == "PROPN":
@@ -842,7 +878,7 @@ class _Reader:
         return False
 
     def attribute(self, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
-        if attr.like_num or attr.ent_type_ in ("CARDINAL", "DATE") and attr.text.isdigit():
+        if attr.text.isdigit() and int(attr.text) < 130:
             if any(c.dep_ == "mark" for c in attr.head.children) or attr.head.dep_ == "advcl":
                 return  # "when I was 19"
             for s in subjects:
@@ -901,8 +937,8 @@ class _Reader:
                     for s in subjects:
                         self.relate(s, neg + "likes", self.ref(c))
         cls = self.phrase(attr)
-        if low in ("member", "part", "fan", "one", "kind", "type"):
-            cls = None
+        if low in ("member", "part", "fan", "one", "kind", "type") or owner is not None:
+            cls = None  # "piano is my main instrument": a relation to the owner, not a class
         if cls and not (attr.pos_ == "PRON"):
             for s in subjects:
                 self.relate(s, neg + "is_a", self.entity(cls, "Other") if attr.pos_ != "PROPN"
@@ -935,8 +971,9 @@ class _Reader:
         preps = [c for c in adj.children if c.dep_ == "prep" and not any(
             self.setting(o) for o in c.children if o.dep_ == "pobj")]
         for x in (c for c in adj.children if c.dep_ == "xcomp" and low in ("allergic", "intolerant")):
-            for s in subjects:  # "allergic to shellfish", parsed as "to shellfish" (a verb)
-                self.relate(s, neg + f"{low}_to", self.entity(x.text, "Other"))
+            for t in [x, *(c for c in x.children if c.dep_ == "conj")]:
+                for s in subjects:  # "allergic to shellfish", parsed as "to shellfish" (a verb)
+                    self.relate(s, neg + f"{low}_to", self.entity(self.phrase(t) or t.text, "Other"))
         for prep in preps:
             for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
                 pred = {"allergic": "allergic_to", "married": "married_to",
@@ -1025,6 +1062,17 @@ def _kin(noun: Any) -> str:
     return low
 
 
+def _is_name(tok: Any) -> bool:
+    """A proper noun, or a capitalised noun the tagger missed ("My cousin Deniz")."""
+    return tok.pos_ == "PROPN" or (
+        tok.pos_ == "NOUN" and tok.text[:1].isupper() and tok.i > tok.sent.start
+    )
+
+
+def passive_marked(verb: Any) -> bool:
+    return any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
+
+
 def _is_kin_word(word: str) -> bool:
     return word in _KIN_NOUNS or (word[:4] in ("step", "half") and word[4:].strip("-") in _KIN_NOUNS)
 
@@ -1053,6 +1101,10 @@ _WORKS = {"novel": "wrote", "book": "wrote", "poem": "wrote", "play": "wrote", "
           "opera": "wrote", "symphony": "wrote", "series": "created", "game": "created"}  # fmt: skip
 _JOBS = {"job", "position", "internship", "role", "post", "gig", "placement"}
 _WORK_VERBS = {"work", "join", "start", "begin", "intern", "employ", "hire", "volunteer", "serve"}
+
+_CAP = r"(?:[A-Z][\w'’\-]*\.?|\d+)"
+_TITLE = re.compile(rf"{_CAP}(?:\s+(?:(?:of|on|the|a|an|&)\s+)*{_CAP})+")
+_TITLE_JOINT = re.compile(r"\s(?:of|on|&)\s")
 
 _KIN_NOUNS = {
     "partner", "wife", "husband", "sister", "brother", "mother", "father", "mom", "mum", "dad",
