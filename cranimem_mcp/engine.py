@@ -276,7 +276,7 @@ class MemoryEngine:
                     return prepared
             vector, rel, decision, tagging = prepared
             utility = tagging.utility
-            quick = linkage.quick(content)  # cheap, so it runs on every write
+            quick = linkage.quick(content)  # one parse per text, kept for consolidation
             entities = [e.name for e in quick.entities]
             turn = self.state.turns.get(scope, 0) + 1
             self.state.turns[scope] = turn

@@ -19,6 +19,7 @@ the lexical cues the heuristic tagger shares.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from . import syntax
@@ -1116,8 +1117,11 @@ _KIN_NOUNS = {
 }  # fmt: skip
 
 
+@lru_cache(maxsize=4096)
 def extract_one(text: str) -> Extraction:
-    """The facts of one memory, from its dependency parse."""
+    """The facts of one memory, from its dependency parse. Remembered per text: a write
+    parses its text once, and the consolidation that links it later reads the same result
+    (shared: callers must not change it)."""
     speaker = "User"
     match = _SPEAKER.match(text)
     if match and match.group(1) not in ("Note", "User", "Update", "Reminder", "Fact", "Todo"):

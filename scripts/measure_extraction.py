@@ -71,15 +71,32 @@ def run_sync(extract, items) -> tuple[list, list[float]]:
     return out, times
 
 
-async def run_ollama(host: str, items) -> list:
+async def run_ollama(host: str, items) -> tuple[list, int]:
+    """The Ollama extractor's predictions, and how many texts fell back to the heuristic one
+    (a fallback's facts are not the model's: they count as nothing found)."""
     from cranimem_mcp.config import load_settings
-    from cranimem_mcp.ollama import OllamaBackend, OllamaExtractor
+    from cranimem_mcp.extraction import HeuristicExtractor
+    from cranimem_mcp.ollama import OllamaExtractor
+    from cranimem_mcp.ollama import prompts_dir as find_prompts
+    from cranimem_mcp.providers import backend_for
 
     settings = load_settings()
-    backend = OllamaBackend(host, settings.ollama)
-    extractor = OllamaExtractor(backend, settings.ollama.extractor_model)
-    results = await extractor.extract([i["text"] for i in items])
-    return [triples(x) for x in results]
+    # A small model on a busy CPU takes a minute or more per call: measure the model, not
+    # the deadline (the server's defaults would fall back after 30 s).
+    settings.ollama.host = host
+    settings.ollama.timeout_seconds = 900.0
+    settings.ollama.cooldown_seconds = 0.0
+    backend = backend_for(settings)
+    extractor = OllamaExtractor(
+        backend, settings.ollama.extractor_model, find_prompts(None),
+        settings.ollama.extract_batch_size, fallback=HeuristicExtractor(),
+    )  # fmt: skip
+    try:
+        results = await extractor.extract([i["text"] for i in items])
+    finally:
+        await backend.aclose()
+    fallbacks = sum(x.extracted_by == "heuristic" for x in results)
+    return [[] if x.extracted_by == "heuristic" else triples(x) for x in results], fallbacks
 
 
 def table(rows: dict[str, dict], kinds: list[str]) -> str:
@@ -104,13 +121,14 @@ def main() -> None:
     ap.add_argument("--old", action="store_true")
     ap.add_argument("--ollama", default=None)
     ap.add_argument("--errors", action="store_true")
+    ap.add_argument("--limit", type=int, help="the first N texts of each part only")
     args = ap.parse_args()
     parts = ["tune", "test"] if args.part == "both" else [args.part]
     if args.file:
         PARTS["tune"], parts = [args.file], ["tune"]
     extract_one("warm up")  # the pipeline's load is not a memory's cost
     for part in parts:
-        items = [i for name in PARTS[part] for i in load(DATA / name)]
+        items = [i for name in PARTS[part] for i in load(DATA / name)][: args.limit]
         kinds = sorted({i["kind"] for i in items})
         rows, costs = {}, {}
         predictions, times = run_sync(extract_one, items)
@@ -121,9 +139,10 @@ def main() -> None:
             rows["regex (old)"], costs["regex (old)"] = score(items, predictions_old), times_old
         if args.ollama:
             started = time.perf_counter()
-            predictions_llm = anyio.run(run_ollama, args.ollama, items)
+            predictions_llm, fallbacks = anyio.run(run_ollama, args.ollama, items)
             rows["ollama"] = score(items, predictions_llm)
             costs["ollama"] = [(time.perf_counter() - started) * 1000 / len(items)]
+            print(f"ollama: {fallbacks} of {len(items)} texts fell back (counted as no facts)")
         print(f"\n### {part} part ({len(items)} texts)\n")
         print(table(rows, kinds))
         print()
