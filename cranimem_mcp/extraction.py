@@ -40,115 +40,19 @@ DATE = re.compile(
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _SPAN_WORD = re.compile(r"[A-Z][\w'’&\-]*(?:\.\d+)?|[A-Z]{2,}\d*")
-_CONNECTORS = {"of", "de", "la", "van", "von", "der", "del", "da", "du", "y", "&"}
-_STOP_INITIAL = {
-    "The",
-    "A",
-    "An",
-    "I",
-    "I'm",
-    "I've",
-    "I'd",
-    "I'll",
-    "My",
-    "We",
-    "Our",
-    "It",
-    "Its",
-    "This",
-    "That",
-    "These",
-    "Those",
-    "He",
-    "She",
-    "They",
-    "His",
-    "Her",
-    "Their",
-    "You",
-    "Your",
-    "Please",
-    "Never",
-    "Always",
-    "Book",
-    "Remember",
-    "Note",
-    "Make",
-    "Use",
-    "Avoid",
-    "Keep",
-    "In",
-    "On",
-    "At",
-    "For",
-    "From",
-    "To",
-    "With",
-    "And",
-    "But",
-    "Or",
-    "If",
-    "When",
-    "Where",
-    "What",
-    "Who",
-    "Why",
-    "How",
-    "Which",
-    "Yes",
-    "No",
-    "Also",
-    "Then",
-    "So",
-    "After",
-    "Before",
-    "There",
-    "Here",
-    "Today",
-    "Tomorrow",
-    "Yesterday",
-    "Unit",
-    "Each",
-    "Every",
-    "All",
-    "Some",
-    "Let's",
-    "Don't",
-    "Do",
-    "Does",
-    "Did",
-    "Is",
-    "Are",
-    "Was",
-    "Were",
-    "Be",
-    "Can",
-    "Could",
-    "Should",
-    "Would",
-    "Will",
-    "Mix",
-    "Add",
-    "Tell",
-    "Call",
-    "Send",
-    "Buy",
-    "Ok",
-    "Okay",
-    "Hi",
-    "Hello",
-    "Hey",
-    "Thanks",
-    "As",
-    "By",
-    "Since",
-    "Until",
-    "Not",
-    "Now",
-    "Just",
-    "One",
-    "Two",
-}
+_CONNECTORS = frozenset(("of de la van von der del da du y &").split())
+_STOP_INITIAL = frozenset(
+    (
+        "The A An I I'm I've I'd I'll My We Our It Its This That These Those He She They His Her "
+        "Their You Your Please Never Always Book Remember Note Make Use Avoid Keep In On At For "
+        "From To With And But Or If When Where What Who Why How Which Yes No Also Then So After "
+        "Before There Here Today Tomorrow Yesterday Unit Each Every All Some Let's Don't Do Does "
+        "Did Is Are Was Were Be Can Could Should Would Will Mix Add Tell Call Send Buy Ok Okay Hi "
+        "Hello Hey Thanks As By Since Until Not Now Just One Two"
+    ).split()
+)
+
+
 def canonical_name(name: str) -> str:
     """The merge key of an entity: 'Osaka', 'osaka' and ' Osaka ' are one node."""
     return " ".join(name.replace("’", "'").split()).strip(" .,;:!?\"'()[]{}").casefold()
@@ -193,8 +97,6 @@ def proper_spans(sentence: str) -> list[tuple[int, int, str]]:
         else:
             i += 1
     return [s for s in spans if s[2] not in _STOP_INITIAL]
-
-
 
 
 # --- the parse-based extractor --------------------------------------------------------------
@@ -261,27 +163,36 @@ _NOUN_PREPS = {
     ("native", "of"): "born_in",
 }
 # Adjectives that state what someone is ("I'm vegetarian" is_a vegetarian).
-_IDENTITY_ADJ = {
-    "vegetarian", "vegan", "pescatarian", "diabetic", "celiac", "coeliac", "pregnant",
-    "deaf", "blind", "colorblind", "colourblind", "epileptic", "asthmatic", "left-handed",
-    "right-handed", "retired", "single", "divorced", "widowed", "autistic", "dyslexic",
-}  # fmt: skip
+_IDENTITY_ADJ = frozenset(
+    (
+        "vegetarian vegan pescatarian diabetic celiac coeliac pregnant deaf blind colorblind "
+        "colourblind epileptic asthmatic left-handed right-handed retired single divorced widowed "
+        "autistic dyslexic"
+    ).split()
+)
 # Verbs whose clause is a wish or plan, not a fact ("wants to move to Berlin").
-_IRREALIS = {"want", "plan", "hope", "intend", "try", "consider", "wish", "think", "dream",
-             "aim", "might", "would", "could", "should"}  # fmt: skip
-_FIRST = {"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"}
-_THIRD_PERSON = {"he", "she", "him", "her", "his", "hers", "they", "them", "their"}
-_RELATIVE = {"which", "that", "who", "whom", "whose"}
-_SKIP_MODIFIERS = {"new", "old", "favorite", "favourite", "current", "former", "other",
-                   "same", "own", "little", "big", "first", "last", "best", "whole",
-                   "recent", "next", "previous", "main", "usual", "local", "own",
-                   "preferred", "liked", "loved", "hated", "disliked", "used"}  # fmt: skip
+_IRREALIS = frozenset(
+    ("want plan hope intend try consider wish think dream aim might would could should").split()
+)
+_FIRST = frozenset(("i me my mine myself we us our ours ourselves").split())
+_THIRD_PERSON = frozenset(("he she him her his hers they them their").split())
+_RELATIVE = frozenset(("which that who whom whose").split())
+_SKIP_MODIFIERS = frozenset(
+    (
+        "new old favorite favourite current former other same own little big first last best "
+        "whole recent next previous main usual local preferred liked loved hated disliked used"
+    ).split()
+)
 # Past forms the small parser can read as adjectives ("I preferred espresso": 'preferred' an
 # amod of 'espresso'): after a subject pronoun they are the verb.
 _PAST_AS_ADJ = {"preferred": "prefer", "liked": "like", "loved": "love", "hated": "hate",
                 "disliked": "dislike", "used": "use", "owned": "own", "spoke": "speak"}  # fmt: skip
-_NOT_THINGS = {"time", "day", "week", "month", "year", "moment", "way", "lot", "thing",
-               "something", "anything", "everything", "nothing", "one", "bit", "kind"}  # fmt: skip
+_NOT_THINGS = frozenset(
+    (
+        "time day week month year moment way lot thing something anything everything nothing one "
+        "bit kind"
+    ).split()
+)
 _ENT_TYPES = {
     "PERSON": "Person",
     "ORG": "Organization",
@@ -293,7 +204,7 @@ _ENT_TYPES = {
     "EVENT": "Event",
     "PRODUCT": "Tool",
 }
-_SKIP_ENTS = {"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "TIME"}
+_SKIP_ENTS = frozenset(("CARDINAL ORDINAL QUANTITY PERCENT MONEY TIME").split())
 _OBJECT_TYPES = {
     "lives_in": "Location",
     "born_in": "Location",
@@ -379,8 +290,10 @@ class _Reader:
             if child.i != left - 1:
                 break
             if child.dep_ in ("compound", "amod", "nmod", "npadvmod") and not (
-                child.lower_ in _SKIP_MODIFIERS or child.ent_type_ in ("DATE", "TIME")
-                or child.pos_ == "NUM" or _is_kin_word(child.lower_)
+                child.lower_ in _SKIP_MODIFIERS
+                or child.ent_type_ in ("DATE", "TIME")
+                or child.pos_ == "NUM"
+                or _is_kin_word(child.lower_)
                 or (tok.pos_ == "PROPN" and child.pos_ == "NOUN")  # "app Pebble": a label
             ):
                 left = child.i
@@ -390,12 +303,18 @@ class _Reader:
             else:
                 break
         doc = tok.doc
-        while left >= 2 and doc[left - 1].text == "-" and doc[left - 2].dep_ in ("compound", "amod", "npadvmod"):
+        while (
+            left >= 2
+            and doc[left - 1].text == "-"
+            and doc[left - 2].dep_ in ("compound", "amod", "npadvmod")
+        ):
             left -= 2  # "language-learning app"
         right = tok.i
         for child in sorted(tok.rights, key=lambda t: t.i):
-            if child.i == right + 1 and child.dep_ in ("nummod", "compound") and (
-                child.pos_ in ("NUM", "PROPN") or child.like_num
+            if (
+                child.i == right + 1
+                and child.dep_ in ("nummod", "compound")
+                and (child.pos_ in ("NUM", "PROPN") or child.like_num)
             ):
                 right = child.i
             else:
@@ -440,7 +359,9 @@ class _Reader:
         if named is not None:
             return named
         if tok.pos_ == "PROPN":
-            kin = [c for c in tok.lefts if c.dep_ in ("amod", "compound") and _is_kin_word(c.lower_)]
+            kin = [
+                c for c in tok.lefts if c.dep_ in ("amod", "compound") and _is_kin_word(c.lower_)
+            ]
             owner = next((c for c in tok.children if c.dep_ == "poss"), None)
             if kin and owner is not None:
                 name = self.person(self.phrase(tok) or tok.text, tok.dep_.startswith("nsubj"))
@@ -481,13 +402,21 @@ class _Reader:
             return None
         names = [c for c in tok.children
                  if c.dep_ in ("appos", "compound") and c.i > tok.i and _is_name(c)]  # fmt: skip
-        if not names and tok.head.pos_ == "PROPN" and tok.head.i > tok.i and (
-            tok.dep_ == "compound" or tok.lemma_.lower() in _KIN_NOUNS
-        ) and tok.dep_ in ("compound", "appos"):
+        if (
+            not names
+            and tok.head.pos_ == "PROPN"
+            and tok.head.i > tok.i
+            and (tok.dep_ == "compound" or tok.lemma_.lower() in _KIN_NOUNS)
+            and tok.dep_ in ("compound", "appos")
+        ):
             names = [tok.head]
         nxt = tok.doc[tok.i + 1] if tok.i + 1 < len(tok.doc) else None
-        if not names and nxt is not None and nxt.pos_ == "PROPN" and nxt.dep_ == tok.dep_ and (
-            nxt.head.i == tok.head.i and any(c.dep_ == "poss" for c in tok.children)
+        if (
+            not names
+            and nxt is not None
+            and nxt.pos_ == "PROPN"
+            and nxt.dep_ == tok.dep_
+            and (nxt.head.i == tok.head.i and any(c.dep_ == "poss" for c in tok.children))
         ):
             names = [nxt]  # "My girlfriend Chiara speaks": the parser made both subjects
         if not names:
@@ -498,11 +427,15 @@ class _Reader:
         name_tok = names[0]
         name = self.phrase(name_tok) or name_tok.text
         kin = tok.lemma_.lower() in _KIN_NOUNS and _kin(tok) not in ("dog", "cat", "pet")
-        type_ = "Person" if kin or name_tok.ent_type_ == "PERSON" else _ENT_TYPES.get(
-            name_tok.ent_type_, "Other")
+        type_ = (
+            "Person"
+            if kin or name_tok.ent_type_ == "PERSON"
+            else _ENT_TYPES.get(name_tok.ent_type_, "Other")
+        )
         if type_ == "Person":
-            name = self.person(name, subject=name_tok.dep_.startswith("nsubj") or
-                               tok.dep_.startswith("nsubj"))
+            name = self.person(
+                name, subject=name_tok.dep_.startswith("nsubj") or tok.dep_.startswith("nsubj")
+            )
             if kin:
                 self.people.add(canonical_name(name))
         else:
@@ -535,8 +468,10 @@ class _Reader:
                 before = tok.doc[tok.i - 1]
                 if before.lower_ in ("'ve", "’ve", "have", "had", "'d") and before.i > sent.start:
                     before = tok.doc[before.i - 1]  # "I've preferred mint tea"
-                if before.pos_ == "PRON" and before.dep_ != "poss" and before.lower_ in (
-                    _FIRST | _THIRD_PERSON
+                if (
+                    before.pos_ == "PRON"
+                    and before.dep_ != "poss"
+                    and before.lower_ in (_FIRST | _THIRD_PERSON)
                 ):
                     pred = VERBS.get((_PAST_AS_ADJ[tok.lower_], None), _PAST_AS_ADJ[tok.lower_])
                     self.relate(self.ref(before), pred, self.ref(tok.head))
@@ -581,9 +516,13 @@ class _Reader:
         while True:
             if t.lemma_.lower() in _IRREALIS and t.i != verb.i:
                 return True
-            if any(c.dep_ == "aux" and c.lemma_.lower() in _IRREALIS | {"will"} for c in t.children):
+            if any(
+                c.dep_ == "aux" and c.lemma_.lower() in _IRREALIS | {"will"} for c in t.children
+            ):
                 return True
-            if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in t.children):
+            if any(
+                c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in t.children
+            ):
                 return True
             if t.dep_ == "ccomp" and t.head.i != t.i:  # "I hope we move" / "you should know X"
                 return t.head.lemma_.lower() in _IRREALIS
@@ -598,8 +537,10 @@ class _Reader:
                                 if t.ent_type_ not in ("DATE", "TIME")) if s]  # fmt: skip
         if verb.lemma_.lower() in ("call", "name") and not passive_marked(verb):
             return  # "a beagle called Biscuit": read by called()
-        if verb.dep_ == "acl" and verb.tag_ == "VBN" and not any(
-            c.dep_ in ("nsubj", "nsubjpass") for c in verb.children
+        if (
+            verb.dep_ == "acl"
+            and verb.tag_ == "VBN"
+            and not any(c.dep_ in ("nsubj", "nsubjpass") for c in verb.children)
         ):
             self.participle(verb)
             return
@@ -613,7 +554,9 @@ class _Reader:
         passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children) or (
             verb.tag_ == "VBN" and any(c.dep_ == "agent" for c in verb.children)
         )  # "directed by X and produced by Y": the second verb has only its agent
-        if any(c.dep_ == "preconj" and c.lower_ == "neither" for t in verb.subtree for c in t.children):
+        if any(
+            c.dep_ == "preconj" and c.lower_ == "neither" for t in verb.subtree for c in t.children
+        ):
             neg = "not_"  # "eats neither beef nor pork"
         if lemma == "be":
             self.copula(verb, subjects, neg)
@@ -636,8 +579,10 @@ class _Reader:
                         self.relate(s, neg + "works_at", self.ref(place))
             return
         for child in verb.children:
-            if (child.dep_ in ("dobj", "attr", "oprd") or (
-                child.dep_ == "xcomp" and child.pos_ == "NOUN")) and not passive:
+            if (
+                child.dep_ in ("dobj", "attr", "oprd")
+                or (child.dep_ == "xcomp" and child.pos_ == "NOUN")
+            ) and not passive:
                 for obj_tok in self.spread([child]):
                     self.direct(verb, lemma, subjects, obj_tok, neg)
             elif child.dep_ == "prep" and has_object and child.lower_ == "for":
@@ -682,9 +627,20 @@ class _Reader:
                 self.relate(s, "has_age", self.entity(obj_tok.text, "Other"))
             return
         if low in _JOBS and lemma in (
-            "get", "start", "have", "take", "land", "accept", "begin", "love", "like", "hate"
+            "get",
+            "start",
+            "have",
+            "take",
+            "land",
+            "accept",
+            "begin",
+            "love",
+            "like",
+            "hate",
         ):
-            for prep in (c for c in obj_tok.children if c.dep_ == "prep" and c.lower_ in ("at", "with")):
+            for prep in (
+                c for c in obj_tok.children if c.dep_ == "prep" and c.lower_ in ("at", "with")
+            ):
                 for place in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
                     for s in subjects:
                         self.relate(s, "works_at", self.ref(place))
@@ -742,7 +698,9 @@ class _Reader:
             return  # inside a name: "the Pulitzer Prize for Fiction"
         objects = self.spread([c for c in prep.children if c.dep_ == "pobj"])
         for o in list(objects):  # "through ten countries, including Austria and Hungary"
-            for inc in (c for c in o.children if c.dep_ == "prep" and c.lower_ in ("including", "like")):
+            for inc in (
+                c for c in o.children if c.dep_ == "prep" and c.lower_ in ("including", "like")
+            ):
                 if o in objects:
                     objects.remove(o)
                 objects += self.spread([c for c in inc.children if c.dep_ == "pobj"])
@@ -755,7 +713,11 @@ class _Reader:
         for obj_tok in objects:
             if self.setting(obj_tok):
                 continue
-            if parallel and obj_tok.i != objects[0].i and any(c.dep_ == "prep" for c in obj_tok.children):
+            if (
+                parallel
+                and obj_tok.i != objects[0].i
+                and any(c.dep_ == "prep" for c in obj_tok.children)
+            ):
                 # "uses VS Code at work and Emacs at home": Emacs is the verb's object
                 for s in subjects:
                     self.relate(s, neg + VERBS.get((lemma, None), lemma), self.ref(obj_tok))
@@ -785,7 +747,10 @@ class _Reader:
             tok.ent_type_ in ("DATE", "TIME")
             or tok.lemma_.lower() in _NOT_THINGS
             or tok.lower_ in _SETTINGS
-            or any(c.dep_ == "det" and c.lower_ in ("every", "each", "all", "any") for c in tok.children)
+            or any(
+                c.dep_ == "det" and c.lower_ in ("every", "each", "all", "any")
+                for c in tok.children
+            )
         )
 
     def is_person(self, name: str) -> bool:
@@ -794,12 +759,12 @@ class _Reader:
         return canonical_name(name) in self.people
 
     def all_called(self, noun: Any) -> list[str]:
-        """"two cats, Luna and Sol": every name."""
+        """ "two cats, Luna and Sol": every name."""
         names = [c for c in noun.children if c.dep_ == "appos" and c.pos_ == "PROPN"]
         return [self.entity(self.phrase(n) or n.text, "Other") for n in self.spread(names)]
 
     def participle(self, verb: Any) -> None:
-        """"a film directed by X", "a company based in Y", "a beagle called Biscuit"."""
+        """ "a film directed by X", "a company based in Y", "a beagle called Biscuit"."""
         head = verb.head
         subject = self.stands_for(head)
         lemma = verb.lemma_.lower()
@@ -826,14 +791,18 @@ class _Reader:
         return self.ref(noun)
 
     def called(self, noun: Any) -> str | None:
-        """"a beagle called Biscuit" / "a cat named Miso": the name (is_a the noun)."""
+        """ "a beagle called Biscuit" / "a cat named Miso": the name (is_a the noun)."""
         for acl in (c for c in noun.children if c.dep_ in ("acl", "relcl", "advcl")):
             if acl.lemma_.lower() in ("call", "name"):
                 for n in acl.children:
                     if n.dep_ in ("oprd", "attr", "dobj", "npadvmod") and n.pos_ == "PROPN":
                         name = self.entity(self.phrase(n) or n.text, "Other")
                         cls = self.phrase(noun)
-                        if cls and _kin(noun) in ("dog", "cat") and noun.lemma_ not in ("dog", "cat"):
+                        if (
+                            cls
+                            and _kin(noun) in ("dog", "cat")
+                            and noun.lemma_ not in ("dog", "cat")
+                        ):
                             self.relate(name, "is_a", cls)  # "a beagle called Biscuit"
                         return name
         names = [c for c in noun.children if c.dep_ == "appos" and c.pos_ == "PROPN"]
@@ -868,12 +837,13 @@ class _Reader:
 
     @staticmethod
     def names_a_value(subj_toks: list[Any]) -> bool:
-        """"my preferred drink is ...", "my employer is ...": what follows is a name, whatever
+        """ "my preferred drink is ...", "my employer is ...": what follows is a name, whatever
         the parser labels it."""
         for st in subj_toks:
             mods = {c.lower_ for c in st.children if c.dep_ in ("amod", "compound")}
             if any(c.dep_ == "poss" for c in st.children) and (
-                st.lemma_.lower() in _RELATION_NOUNS or mods & {"preferred", "favorite", "favourite"}
+                st.lemma_.lower() in _RELATION_NOUNS
+                or mods & {"preferred", "favorite", "favourite"}
             ):
                 return True
         return False
@@ -888,7 +858,10 @@ class _Reader:
         owner = next((c for c in attr.children if c.dep_ == "poss"), None)
         of = [p for p in attr.children if p.dep_ == "prep" and p.lower_ == "of"]
         if attr.pos_ == "NOUN" and (
-            (owner is not None and (_is_kin_word(attr.lemma_.lower()) or _kin(attr) in ("dog", "cat")))
+            (
+                owner is not None
+                and (_is_kin_word(attr.lemma_.lower()) or _kin(attr) in ("dog", "cat"))
+            )
             or (of and attr.lemma_ in _KIN_NOUNS)
         ):
             # "Tom is my brother" / "Tom is the brother of Ana"
@@ -942,39 +915,56 @@ class _Reader:
             cls = None  # "piano is my main instrument": a relation to the owner, not a class
         if cls and not (attr.pos_ == "PRON"):
             for s in subjects:
-                self.relate(s, neg + "is_a", self.entity(cls, "Other") if attr.pos_ != "PROPN"
-                            else self.ref(attr))
+                self.relate(
+                    s,
+                    neg + "is_a",
+                    self.entity(cls, "Other") if attr.pos_ != "PROPN" else self.ref(attr),
+                )
         for prep in (c for c in attr.children if c.dep_ == "prep"):
             key = (attr.lemma_.lower(), prep.lower_)
             for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
                 if obj_tok.ent_type_ in ("DATE", "TIME"):
                     continue
                 pred = _NOUN_PREPS.get(key)
-                if pred is None and prep.lower_ in ("in", "near") and obj_tok.ent_type_ in (
-                    "GPE", "LOC"
+                if (
+                    pred is None
+                    and prep.lower_ in ("in", "near")
+                    and obj_tok.ent_type_ in ("GPE", "LOC")
                 ):
                     pred = "located_in" if prep.lower_ == "in" else "located_near"
                 if pred is None and prep.lower_ in ("at", "for") and obj_tok.ent_type_ == "ORG":
                     pred = "works_at"
-                if pred is None and prep.lower_ in ("in", "with", "for", "on") and (
-                    obj_tok.ent_type_ == "ORG" or obj_tok.lemma_.lower() in _GROUPS
-                ) and attr.pos_ == "NOUN":
+                if (
+                    pred is None
+                    and prep.lower_ in ("in", "with", "for", "on")
+                    and (obj_tok.ent_type_ == "ORG" or obj_tok.lemma_.lower() in _GROUPS)
+                    and attr.pos_ == "NOUN"
+                ):
                     pred = "member_of"  # "a violinist in the Borusan Istanbul Philharmonic"
                 if pred:
                     for s in subjects:
                         self.relate(s, neg + pred, self.ref(obj_tok))
         for clause in (c for c in attr.children if c.dep_ in ("acl", "relcl")):
-            if clause.tag_ == "VBN" and not any(c.dep_.startswith("nsubj") for c in clause.children):
+            if clause.tag_ == "VBN" and not any(
+                c.dep_.startswith("nsubj") for c in clause.children
+            ):
                 self.participle(clause)
 
     def adjective(self, adj: Any, subjects: list[str], neg: str) -> None:
         low = adj.lower_
-        preps = [c for c in adj.children if c.dep_ == "prep" and not any(
-            self.setting(o) for o in c.children if o.dep_ == "pobj")]
-        for x in (c for c in adj.children if c.dep_ == "xcomp" and low in ("allergic", "intolerant")):
+        preps = [
+            c
+            for c in adj.children
+            if c.dep_ == "prep" and not any(self.setting(o) for o in c.children if o.dep_ == "pobj")
+        ]
+        for x in (
+            c for c in adj.children if c.dep_ == "xcomp" and low in ("allergic", "intolerant")
+        ):
             for t in [x, *(c for c in x.children if c.dep_ == "conj")]:
                 for s in subjects:  # "allergic to shellfish", parsed as "to shellfish" (a verb)
-                    self.relate(s, neg + f"{low}_to", self.entity(self.phrase(t) or t.text, "Other"))
+                    self.relate(
+                        s, neg + f"{low}_to", self.entity(self.phrase(t) or t.text, "Other")
+                    )
         for prep in preps:
             for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
                 pred = {"allergic": "allergic_to", "married": "married_to",
@@ -986,21 +976,27 @@ class _Reader:
                 self.relate(s, neg + "is_a", self.entity(low, "Other"))
 
     def allergy(self, noun: Any, subjects: list[str], neg: str) -> None:
-        """"has a peanut allergy" / "an allergy to cats"."""
+        """ "has a peanut allergy" / "an allergy to cats"."""
         things = [c for c in noun.children if c.dep_ in ("compound", "amod", "nmod")]
         for prep in (c for c in noun.children if c.dep_ == "prep" and c.lower_ == "to"):
             things += [c for c in prep.children if c.dep_ == "pobj"]
         for thing in self.spread(things):
             for s in subjects:
-                self.relate(s, neg + "allergic_to", self.entity(self.phrase(thing) or thing.text,
-                                                               "Other"))
+                self.relate(
+                    s, neg + "allergic_to", self.entity(self.phrase(thing) or thing.text, "Other")
+                )
 
     def place_facts(self, tok: Any) -> None:
-        """"Saginaw, Michigan": the second place contains the first."""
-        if tok.ent_type_ == "GPE" and tok.dep_ in ("appos", "npadvmod", "conj") and (
-            tok.head.ent_type_ == "GPE" and tok.head.i < tok.i
-            and any(t.text == "," for t in tok.doc[tok.head.i : tok.i])
-            and tok.dep_ != "conj"
+        """ "Saginaw, Michigan": the second place contains the first."""
+        if (
+            tok.ent_type_ == "GPE"
+            and tok.dep_ in ("appos", "npadvmod", "conj")
+            and (
+                tok.head.ent_type_ == "GPE"
+                and tok.head.i < tok.i
+                and any(t.text == "," for t in tok.doc[tok.head.i : tok.i])
+                and tok.dep_ != "conj"
+            )
         ):
             self.relate(self.ref(tok.head), "located_in", self.ref(tok))
 
@@ -1032,20 +1028,31 @@ class _Reader:
             self.entities[key] = Entity(name=self.entities[key].name, type=type_)  # type: ignore[arg-type]
 
 
-_DOGS = {"puppy", "inu", "shiba", "akita", "samoyed", "pomeranian", "maltese", "cockapoo",
-         "labradoodle", "goldendoodle", "spitz", "retriever", "labrador", "lab", "poodle", "corgi", "terrier", "spaniel",
-         "husky", "collie", "shepherd", "bulldog", "dachshund", "pug", "chihuahua", "beagle",
-         "greyhound", "whippet", "boxer", "rottweiler", "doberman", "schnauzer", "sheepdog",
-         "mutt", "pup", "shih", "malamute", "setter", "pointer", "hound"}  # fmt: skip
-_CATS = {"kitten", "kitty", "tabby", "siamese", "persian", "ragdoll", "sphynx", "tomcat",
-         "bengal", "calico"}  # fmt: skip
-_GROUPS = {"club", "band", "team", "group", "choir", "committee", "league", "orchestra", "crew",
-           "board", "squad", "society", "guild", "union", "party", "troupe", "ensemble"}  # fmt: skip
+_DOGS = frozenset(
+    (
+        "puppy inu shiba akita samoyed pomeranian maltese cockapoo labradoodle goldendoodle spitz "
+        "retriever labrador lab poodle corgi terrier spaniel husky collie shepherd bulldog "
+        "dachshund pug chihuahua beagle greyhound whippet boxer rottweiler doberman schnauzer "
+        "sheepdog mutt pup shih malamute setter pointer hound"
+    ).split()
+)
+_CATS = frozenset(
+    ("kitten kitty tabby siamese persian ragdoll sphynx tomcat bengal calico").split()
+)
+_GROUPS = frozenset(
+    (
+        "club band team group choir committee league orchestra crew board squad society guild "
+        "union party troupe ensemble"
+    ).split()
+)
 # Nouns a preposition names a time or a setting with, not a thing ("on weekends", "at home").
-_SETTINGS = {"weekend", "weekends", "evening", "evenings", "morning", "mornings", "night",
-             "nights", "afternoon", "afternoons", "home", "work", "weekday", "weekdays",
-             "summer", "winter", "spring", "autumn", "fall", "holiday", "holidays", "lunch",
-             "breakfast", "dinner", "purpose", "fun", "living", "reason", "while", "sake"}  # fmt: skip
+_SETTINGS = frozenset(
+    (
+        "weekend weekends evening evenings morning mornings night nights afternoon afternoons "
+        "home work weekday weekdays summer winter spring autumn fall holiday holidays lunch "
+        "breakfast dinner purpose fun living reason while sake"
+    ).split()
+)
 _LEMMAS = {"hates": "hate", "hated": "hate", "hating": "hate", "loves": "love", "uses": "use"}
 
 
@@ -1075,7 +1082,9 @@ def passive_marked(verb: Any) -> bool:
 
 
 def _is_kin_word(word: str) -> bool:
-    return word in _KIN_NOUNS or (word[:4] in ("step", "half") and word[4:].strip("-") in _KIN_NOUNS)
+    return word in _KIN_NOUNS or (
+        word[:4] in ("step", "half") and word[4:].strip("-") in _KIN_NOUNS
+    )
 
 
 def _lemma(tok: Any) -> str:
@@ -1094,27 +1103,46 @@ _RELATION_NOUNS = {"employer": "works_at", "workplace": "works_at", "hometown": 
 _OBJECT_FACTS = {"hire": "works_at", "employ": "works_at", "recruit": "works_at"}
 
 # What a preference for "X in Y" is about: the Y ("answers in British English")
-_MEDIA = {"answer", "reply", "response", "explanation", "message", "email", "example", "code",
-          "summary", "note", "comment", "doc", "documentation", "output", "text"}  # fmt: skip
-_WORKS = {"novel": "wrote", "book": "wrote", "poem": "wrote", "play": "wrote", "song": "wrote",
-          "memoir": "wrote", "story": "wrote", "film": "directed", "movie": "directed",
-          "documentary": "directed", "album": "created", "painting": "created",
-          "opera": "wrote", "symphony": "wrote", "series": "created", "game": "created"}  # fmt: skip
-_JOBS = {"job", "position", "internship", "role", "post", "gig", "placement"}
-_WORK_VERBS = {"work", "join", "start", "begin", "intern", "employ", "hire", "volunteer", "serve"}
+_MEDIA = frozenset(
+    (
+        "answer reply response explanation message email example code summary note comment doc "
+        "documentation output text"
+    ).split()
+)
+_WORKS = {
+    "novel": "wrote",
+    "book": "wrote",
+    "poem": "wrote",
+    "play": "wrote",
+    "song": "wrote",
+    "memoir": "wrote",
+    "story": "wrote",
+    "film": "directed",
+    "movie": "directed",
+    "documentary": "directed",
+    "album": "created",
+    "painting": "created",
+    "opera": "wrote",
+    "symphony": "wrote",
+    "series": "created",
+    "game": "created",
+}
+_JOBS = frozenset(("job position internship role post gig placement").split())
+_WORK_VERBS = frozenset(("work join start begin intern employ hire volunteer serve").split())
 
 _CAP = r"(?:[A-Z][\w'’\-]*\.?|\d+)"
 _TITLE = re.compile(rf"{_CAP}(?:\s+(?:(?:of|on|the|a|an|&)\s+)*{_CAP})+")
 _TITLE_JOINT = re.compile(r"\s(?:of|on|&)\s")
 
-_KIN_NOUNS = {
-    "partner", "wife", "husband", "sister", "brother", "mother", "father", "mom", "mum", "dad",
-    "daughter", "son", "friend", "colleague", "boss", "manager", "cousin", "aunt", "uncle",
-    "girlfriend", "boyfriend", "roommate", "neighbor", "neighbour", "grandmother",
-    "grandfather", "grandma", "grandpa", "niece", "nephew", "fiancé", "fiance", "fiancée",
-    "spouse", "sibling", "child", "kid", "parent", "mentor", "coworker", "teammate",
-    "doctor", "dentist", "therapist", "teacher", "dog", "cat", "pet",
-}  # fmt: skip
+_KIN_NOUNS = frozenset(
+    (
+        "partner wife husband sister brother mother father mom mum dad daughter son friend "
+        "colleague boss manager cousin aunt uncle girlfriend boyfriend roommate neighbor "
+        "neighbour grandmother grandfather grandma grandpa niece nephew fiancé fiance fiancée "
+        "spouse sibling child kid parent mentor coworker teammate doctor dentist therapist "
+        "teacher dog cat pet"
+    ).split()
+)
 
 
 @lru_cache(maxsize=4096)

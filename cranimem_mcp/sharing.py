@@ -108,7 +108,9 @@ class EmbedderPreload:
             except Exception as exc:
                 logger.warning("preloading the embedder %s failed: %s", embedder.id, exc)
             else:
-                logger.info("embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started)
+                logger.info(
+                    "embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started
+                )
         # Then the parser every write's quick extraction reads (after the embedder, so the
         # two loads do not fight over the GIL).
         started = time.perf_counter()

@@ -147,8 +147,10 @@ def main() -> None:
         print(table(rows, kinds))
         print()
         for name, ts in costs.items():
-            print(f"- {name}: p50 {statistics.median(ts):.2f} ms CPU per memory"
-                  + (f", p95 {sorted(ts)[int(0.95 * len(ts))]:.2f} ms" if len(ts) > 1 else ""))
+            print(
+                f"- {name}: p50 {statistics.median(ts):.2f} ms CPU per memory"
+                + (f", p95 {sorted(ts)[int(0.95 * len(ts))]:.2f} ms" if len(ts) > 1 else "")
+            )
         if args.errors:
             sc = rows["parse"]["all"]
             print("\nmissed:")

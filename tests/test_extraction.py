@@ -88,7 +88,9 @@ def test_wishes_and_questions_are_not_facts():
 
 
 def test_no_co_occurrence_triples():
-    assert not [f for f in facts("Ana met Tom in Porto, then flew to Lisbon.") if f[1] == "related_to"]
+    assert not [
+        f for f in facts("Ana met Tom in Porto, then flew to Lisbon.") if f[1] == "related_to"
+    ]
 
 
 def test_entities_get_types_from_the_parse():

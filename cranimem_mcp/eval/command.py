@@ -90,7 +90,13 @@ async def eval_temporal(args: argparse.Namespace, settings: Settings, say: Calla
     with tempfile.TemporaryDirectory(prefix="cranimem-temporal-") as tmp:
         workdir = args.workdir or Path(tmp)
         results = await run_temporal(
-            settings, embedder, workdir, args.histories, args.seed, k, max_chars,
+            settings,
+            embedder,
+            workdir,
+            args.histories,
+            args.seed,
+            k,
+            max_chars,
             paraphrased=args.paraphrased,
         )
     args.output.write_text(json.dumps(results, indent=2), encoding="utf-8")

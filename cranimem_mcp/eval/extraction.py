@@ -140,7 +140,9 @@ def load(path: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8"))["items"]
 
 
-def score(items: list[dict[str, Any]], predictions: list[list[tuple[str, str, str]]]) -> dict[str, Score]:
+def score(
+    items: list[dict[str, Any]], predictions: list[list[tuple[str, str, str]]]
+) -> dict[str, Score]:
     """Scores over all items ("all") and per kind."""
     scores: dict[str, Score] = defaultdict(Score)
     for item, predicted in zip(items, predictions, strict=True):
