@@ -326,8 +326,8 @@ class _Reader:
 
     @staticmethod
     def title(tok: Any) -> str | None:
-        """A capitalised name with lower-case joints ("Kafka on the Shore", "One Hundred
-        Years of Solitude", "Crumb & Co.") around ``tok``, or None."""
+        """A capitalised name with lower-case joints ("One Hundred Years of Solitude", "Bank
+        of America", "Crumb & Co.") around ``tok``, or None."""
         if not tok.text[:1].isupper() or tok.pos_ == "PRON":
             return None
         sent = tok.sent
@@ -1023,8 +1023,13 @@ class _Reader:
                 self.allergy(noun, [s for s in [self.ref(owner)] if s], "")
 
     def retype(self, name: str, type_: str) -> None:
+        """A relation's role types its object, over a named-entity label that is only a
+        guess ("lives in Lyon": Lyon read as a PERSON) but never over a known person."""
         key = canonical_name(name)
-        if key in self.entities and self.entities[key].type == "Other":
+        current = self.entities[key].type if key in self.entities else None
+        if current == "Other" or (
+            current == "Person" and type_ == "Location" and key not in self.people
+        ):
             self.entities[key] = Entity(name=self.entities[key].name, type=type_)  # type: ignore[arg-type]
 
 
@@ -1131,8 +1136,8 @@ _JOBS = frozenset(("job position internship role post gig placement").split())
 _WORK_VERBS = frozenset(("work join start begin intern employ hire volunteer serve").split())
 
 _CAP = r"(?:[A-Z][\w'’\-]*\.?|\d+)"
-_TITLE = re.compile(rf"{_CAP}(?:\s+(?:(?:of|on|the|a|an|&)\s+)*{_CAP})+")
-_TITLE_JOINT = re.compile(r"\s(?:of|on|&)\s")
+_TITLE = re.compile(rf"{_CAP}(?:\s+(?:(?:of|the|a|an|&)\s+)*{_CAP})+")
+_TITLE_JOINT = re.compile(r"\s(?:of|&)\s")  # not "on": "Acme Robotics on the Atlas project"
 
 _KIN_NOUNS = frozenset(
     (
