@@ -142,8 +142,10 @@ class MemoryEngine:
         logger.info("data directory %s", self.home)
         self.state = await anyio.to_thread.run_sync(load_state, self._state_path)
         self._check_embedder()
-        # The secrets guard's rules load once here, not on the first write (0.2-0.5 s).
-        await anyio.to_thread.run_sync(redaction.warm_up)
+        if self._background:
+            # A server loads the secrets guard's rules here, not on its first write (0.2-0.5
+            # s); a one-shot command loads them only if it writes (a recall never needs them).
+            await anyio.to_thread.run_sync(redaction.warm_up)
         await self.episodic.open()
         await self.graph.open()
         if self._open_marker.exists():  # the last process here stopped without closing

@@ -21,14 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, Bitmap, BTree
-from lancedb.query import LanceHybridQueryBuilder
-from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
 from .errors import StoreError
+from .lance import (
+    FTS,
+    Bitmap,
+    BTree,
+    LanceHybridQueryBuilder,
+    LinearCombinationReranker,
+    RRFReranker,
+    lancedb,
+)
 from .models import MEMORY_ID_RE, SCOPE_RE
 from .working_set import FIELDS, LIVE, ScopeSet, WorkingSet
 
