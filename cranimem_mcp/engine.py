@@ -31,7 +31,7 @@ from . import consistency, forgetting, gating, linkage, redaction, replay, retri
 from .config import Settings
 from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache, local_embedder
-from .episodic import EpisodicStore
+from .episodic import EpisodicStore, VersionRetention
 from .errors import ConfigError, InvalidInput, StoreError
 from .extraction import HeuristicExtractor
 from .graph import GraphStore
@@ -101,6 +101,7 @@ class MemoryEngine:
             e.working_set_rows,
             settings.retrieval.fusion,
             settings.retrieval.vector_weight,
+            VersionRetention(e.keep_versions, e.keep_versions_seconds, e.max_disk_ratio),
         )
         if settings.graph.store == "sparql":
             from .sparql import SparqlDataset

@@ -16,6 +16,7 @@ import logging
 import re
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,24 @@ def ids_filter(ids: Sequence[str]) -> str:
     return "id IN (" + ", ".join(_lit(i, MEMORY_ID_RE) for i in ids) + ")"
 
 
+@dataclass(frozen=True)
+class VersionRetention:
+    """What :meth:`EpisodicStore.maintain` keeps of the table's old versions (LanceDB keeps
+    every version a commit makes, each with the files only it references, until cleanup).
+    At most ``count`` versions, none older than ``seconds``; and if the folder is still over
+    ``max_ratio`` times the live data (a local table only), only the current version.
+
+    Why a count: with the age alone (an hour) a table of 1,050 short rows had 1,292
+    versions and 74 MB on disk, 10k rows 4.9 GB (docs/RESULTS.md), because every
+    compaction rewrites the table. Old versions serve only reads that started before a
+    commit, and ours take milliseconds; 20 versions cover at least the last full
+    consolidation round."""
+
+    count: int = 20
+    seconds: float = 3600.0
+    max_ratio: float = 3.0
+
+
 class EpisodicStore:
     """The LanceDB table of memories. Open with :meth:`open`; all methods are async."""
 
@@ -121,13 +140,16 @@ class EpisodicStore:
         working_set_rows: int = 100_000,
         fusion: str = "rrf",
         vector_weight: float = 0.7,
+        retention: VersionRetention | None = None,
     ) -> None:
         """``path``: a local directory, or any LanceDB URI (``s3://bucket/prefix``, ...)
         with its ``storage_options``. ``working_set_rows`` bounds the in-memory copy of
         live memories that answers the hot-path questions (0: always ask LanceDB).
         ``fusion`` ("rrf" or "linear", with ``vector_weight``) picks the LanceDB reranker
-        that fuses the vector and full-text halves of :meth:`hybrid`."""
+        that fuses the vector and full-text halves of :meth:`hybrid`. ``retention``: what
+        :meth:`maintain` keeps of old table versions."""
         self._path = path
+        self._retention = retention or VersionRetention()
         self._dim = dim
         self._storage_options = dict(storage_options or {})
         self._db: Any = None
@@ -312,15 +334,43 @@ class EpisodicStore:
 
         await self._write(run)
 
-    async def maintain(self, keep: timedelta = timedelta(hours=1)) -> None:
-        """Compact small fragments, fold new rows into the indexes, drop old versions; then
-        open the table afresh (see :meth:`_reopen`)."""
+    async def maintain(self) -> None:
+        """Compact small fragments, fold new rows into the indexes, drop old versions as
+        the retention says; then open the table afresh (see :meth:`_reopen`)."""
 
         def run() -> None:
-            self._table.optimize(cleanup_older_than=keep)
+            self._table.optimize(cleanup_older_than=self._keep_since())
+            if self._over_disk_ratio():
+                # Under the writer lock, and this process is the table's only user: no
+                # write is in flight, so unverified files are leftovers (see purge_history).
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                    self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
             self._reopen()
 
         await self._write(run)
+
+    def _keep_since(self) -> timedelta:
+        """The age past which versions go: the retention's seconds, or less if more than
+        ``count`` versions are younger. LanceDB stamps versions in local time without a
+        zone (as ``datetime.now()``); a clock mismatch only makes us keep more."""
+        keep = timedelta(seconds=self._retention.seconds)
+        versions = self._table.list_versions()
+        if len(versions) > self._retention.count:
+            oldest_kept = versions[-self._retention.count]["timestamp"]
+            if oldest_kept.tzinfo is not None:
+                oldest_kept = oldest_kept.astimezone().replace(tzinfo=None)
+            age = datetime.now() - oldest_kept - timedelta(milliseconds=1)
+            keep = max(timedelta(0), min(keep, age))
+        return keep
+
+    def _over_disk_ratio(self) -> bool:
+        if not isinstance(self._path, Path):
+            return False
+        folder = self._path / f"{TABLE}.lance"
+        on_disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        live = float(self._table.stats()["total_bytes"])
+        return on_disk > self._retention.max_ratio * max(live, 1.0)
 
     def _reopen(self) -> None:
         """Swap in a new connection and table handle. Why: LanceDB's handles hold on to

@@ -135,12 +135,60 @@ class GraphStore:
         self._memo_validity: dict[Triple, Validity] = {}
         self._memo_mentions: dict[URIRef, int] = {}
         self._memo_labels: dict[URIRef, str] = {}
+        # With memos: the supersession records of the active "ends" graphs, by the fact they
+        # end (fact -> graph -> end times), built on first use and kept in step by _commit
+        # for the graphs a commit names. Why: finding a fact's ends by scanning every record
+        # about its subject grew with the history (supersede was 60% of a write's cost at
+        # 1.5k memories, docs/RESULTS.md); this costs what the commit changed.
+        self._ends: dict[Triple, dict[str, list[datetime]]] | None = None
+        self._ends_of_graph: dict[str, list[Triple]] = {}
 
     def _commit(self, entries: list[Any]) -> None:
         try:
             self._store.commit(entries)
         finally:
             self._forget_memos()
+            if self._ends is not None:
+                try:
+                    for entry in entries:
+                        if _kind(entry["graph"]) == "ends":
+                            self._index_ends(entry["graph"])
+                except Exception:  # an entry of another shape: rebuild on next use
+                    self._ends = None
+                    raise
+
+    def _ends_index(self) -> dict[Triple, dict[str, list[datetime]]]:
+        if self._ends is None:
+            self._ends, self._ends_of_graph = {}, {}
+            graphs = {_iri(ctx) for ctx in self._ds.contexts() if _kind(ctx) == "ends"}
+            for iri in graphs:
+                self._index_ends(iri)
+        return self._ends
+
+    def _index_ends(self, iri: str) -> None:
+        """(Re)read one ends graph into the index."""
+        assert self._ends is not None
+        for triple in self._ends_of_graph.pop(iri, []):
+            by_graph = self._ends.get(triple)
+            if by_graph is not None:
+                by_graph.pop(iri, None)
+                if not by_graph:
+                    del self._ends[triple]
+        g = self._ds.graph(URIRef(iri))
+        ended: list[Triple] = []
+        for record in g.subjects(RDF.type, VOCAB.Supersession):
+            triple = (
+                g.value(record, VOCAB.endsSubject),
+                g.value(record, VOCAB.endsPredicate),
+                g.value(record, VOCAB.endsObject),
+            )
+            when = _time(g.value(record, VOCAB.endedAt))
+            if None in triple or when is None:
+                continue
+            self._ends.setdefault(triple, {}).setdefault(iri, []).append(when)  # type: ignore[arg-type]
+            ended.append(triple)  # type: ignore[arg-type]
+        if ended:
+            self._ends_of_graph[iri] = ended
 
     def _forget_memos(self) -> None:
         self._memo_validity.clear()
@@ -151,6 +199,7 @@ class GraphStore:
 
     async def open(self) -> None:
         self._forget_memos()
+        self._ends = None
         await self._run(self._store.open)
 
     async def close(self) -> None:
@@ -204,6 +253,10 @@ class GraphStore:
                 observed = _time(g.value(iri, VOCAB.observedAt)) or asserted
                 if asserted and observed:
                     v.sources.append(Source(_memory_id(ctx), observed, asserted))
+        if self._memo:
+            for times in self._ends_index().get((s, p, o), {}).values():
+                v.ends.extend(times)
+            return v
         for record, _p, _s, ctx in self._ds.quads((None, VOCAB.endsSubject, s, None)):
             if _kind(ctx) != "ends":
                 continue
