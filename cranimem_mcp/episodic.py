@@ -25,6 +25,7 @@ import anyio
 import numpy as np
 import pyarrow as pa
 
+from . import heap
 from .errors import StoreError
 from .lance import (
     FTS,
@@ -41,6 +42,10 @@ from .working_set import FIELDS, LIVE, ScopeSet, WorkingSet
 logger = logging.getLogger(__name__)
 
 TABLE = "memories"
+# When a maintenance is due (EpisodicStore.maintenance_due): commits since the last one.
+MAINTAIN_MIN_COMMITS = 20
+MAINTAIN_MAX_COMMITS = 120
+MAINTAIN_ROWS_PER_COMMIT = 200
 TIERS = ("buffer", "longterm", "trash")
 _HEX_RE = re.compile(r"^[0-9a-f]{16,64}$")
 
@@ -150,6 +155,8 @@ class EpisodicStore:
         :meth:`maintain` keeps of old table versions."""
         self._path = path
         self._retention = retention or VersionRetention()
+        self._commits = 0  # commits since the last maintenance
+        self._rows = 0  # live rows at the last maintenance
         self._dim = dim
         self._storage_options = dict(storage_options or {})
         self._db: Any = None
@@ -185,6 +192,7 @@ class EpisodicStore:
             if not any(ix.index_type == "FTS" for ix in self._table.list_indices()):
                 self._table.create_index("content", config=FTS(), replace=True)
             self._ensure_scalar_indexes()
+            self._rows = self._table.count_rows()
         except StoreError:
             raise
         except Exception as exc:  # lance raises bare OSError/RuntimeError/ValueError
@@ -213,6 +221,7 @@ class EpisodicStore:
         """Run a change under the write lock; ``follow()`` then applies it to the working
         set. A change that fails may or may not have committed: the working set is dropped."""
         async with self._lock:
+            self._commits += 1
             try:
                 result = await self._run(fn, *args)
             except BaseException:
@@ -334,9 +343,27 @@ class EpisodicStore:
 
         await self._write(run)
 
-    async def maintain(self) -> None:
+    def maintenance_due(self) -> bool:
+        """Whether enough has changed since the last :meth:`maintain` to pay for one: at
+        least ``MAINTAIN_MIN_COMMITS`` commits, and one per ``MAINTAIN_ROWS_PER_COMMIT``
+        rows of the table, up to ``MAINTAIN_MAX_COMMITS``.
+
+        Why: LanceDB's ``optimize`` merges every fragment under its million-row target, so
+        it rewrites the whole table (and updates its indexes) each time, under the writer
+        lock; run every 20 writes, writes queued behind a cost that grew with the table
+        (a write's mean 38 -> 88 ms from 500 to 3,500 memories, docs/RESULTS.md). Run in
+        proportion to the table, it costs each write about the same; the cap bounds the
+        small fragments a read meets (each adds a few ms to a query)."""
+        due = min(MAINTAIN_MAX_COMMITS, max(MAINTAIN_MIN_COMMITS,
+                                            self._rows // MAINTAIN_ROWS_PER_COMMIT))  # fmt: skip
+        return self._commits >= due
+
+    async def maintain(self, force: bool = True) -> bool:
         """Compact small fragments, fold new rows into the indexes, drop old versions as
-        the retention says; then open the table afresh (see :meth:`_reopen`)."""
+        the retention says; then open the table afresh (see :meth:`_reopen`). Without
+        ``force``, only when :meth:`maintenance_due`. Returns whether it ran."""
+        if not force and not self.maintenance_due():
+            return False
 
         def run() -> None:
             self._table.optimize(cleanup_older_than=self._keep_since())
@@ -347,8 +374,12 @@ class EpisodicStore:
                     warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
                     self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
             self._reopen()
+            heap.trim()  # what the compaction and the old handle freed goes back to the OS
+            self._rows = self._table.count_rows()
 
         await self._write(run)
+        self._commits = 0
+        return True
 
     def _keep_since(self) -> timedelta:
         """The age past which versions go: the retention's seconds, or less if more than
