@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -152,14 +153,23 @@ def writes(repo: str, n: int) -> dict[str, float]:
         return {"peak": peak, "rss": rss, "write_p50": statistics.median(times)}
 
 
+CLI_CPU: list[float] = []  # CPU seconds (user + system) of each one-shot command
+
+
 def cli_once(repo: str, home: str, *argv: str) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "cranimem_mcp.cli", *argv, "--data-dir", home],
         check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env=env_for(repo), cwd=repo,
     )  # fmt: skip
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CLI_CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return wall
+
+
 
 
 def cli_through_owner(repo: str, n: int) -> tuple[list[float], list[float]]:
@@ -279,9 +289,14 @@ def main() -> None:
               f"peak RSS {r['peak']:.0f} MiB, RSS {r['rss']:.0f} MiB, "
               f"disk {r['disk']:.1f} MB")  # fmt: skip
     if args.owner:
+        CLI_CPU.clear()
         remember, recall = cli_through_owner(args.repo, args.n)
-        print(summary("one-shot CLI remember through a running owner", remember))
-        print(summary("one-shot CLI recall through a running owner", recall))
+        cpu_remember = statistics.median(CLI_CPU[1::2])  # the first is the warm-up
+        cpu_recall = statistics.median(CLI_CPU[2::2])
+        print(summary("one-shot CLI remember through a running owner", remember),
+              f"; CPU median {cpu_remember:.2f} s")  # fmt: skip
+        print(summary("one-shot CLI recall through a running owner", recall),
+              f"; CPU median {cpu_recall:.2f} s")  # fmt: skip
     if not args.skip_start:
         runs = [once(args.repo, args.call) for _ in range(args.n)]
         print(summary("spawn->initialize", [r["init"] for r in runs]),
@@ -291,12 +306,15 @@ def main() -> None:
             print(summary("then first recall answered", [r["recall"] for r in runs]))
     if args.cli:
         remember, recall = [], []
+        CLI_CPU.clear()
         for _ in range(args.n):
             with tempfile.TemporaryDirectory() as home:
                 remember.append(cli_once(args.repo, home, "remember", FACTS[0]))
                 recall.append(cli_once(args.repo, home, "recall", "Where do I live?"))
-        print(summary("one-shot CLI remember (no server)", remember))
-        print(summary("one-shot CLI recall (no server)", recall))
+        print(summary("one-shot CLI remember (no server)", remember),
+              f"; CPU median {statistics.median(CLI_CPU[0::2]):.2f} s")  # fmt: skip
+        print(summary("one-shot CLI recall (no server)", recall),
+              f"; CPU median {statistics.median(CLI_CPU[1::2]):.2f} s")  # fmt: skip
     if args.writes:
         w = writes(args.repo, args.writes)
         print(f"after {args.writes} writes through MCP: peak RSS {w['peak']:.0f} MiB, "
