@@ -8,8 +8,9 @@ initialize -> first `remember` answered, then the first `recall` answered. With
 
 With ``--owner``: the same one-shot commands while a server owns the directory (they go
 through it). With ``--store N``: a store of N memories (filled once, in a process of its
-own, copied for each run: long-term rows with jittered MiniLM vectors, each linked into the
-graph by the heuristic extractor, as consolidation does), then a server on it: recall and
+own, copied for each run: rows with jittered MiniLM vectors, each linked into the graph by
+the heuristic extractor as consolidation does, half of them then trashed as the long-term
+bound would), then a server on it: recall and
 remember p50 through MCP, peak RSS and RSS, data on disk.
 
     .venv/bin/python scripts/measure_startup.py [-n 5] [--call] [--writes 300] [--cli]
@@ -214,7 +215,9 @@ async def fill(home, n):
         for start in range(0, n, 2000):
             texts = [bench.synthetic_text(rng, i) for i in range(start, min(n, start + 2000))]
             vectors = await bench._fill_vectors(embedder, texts, pool)
-            rows = [bench._row(t, v, "default", "longterm", start + j)
+            # Half long-term, half in the trash: what 10k writes into one scope leave with
+            # the default bound of 5,000 long-term memories (temporal.longterm_capacity).
+            rows = [bench._row(t, v, "default", "longterm" if j % 2 else "trash", start + j)
                     for j, (t, v) in enumerate(zip(texts, vectors))]
             extractions = await extractor.extract(texts)
             for row, extraction in zip(rows, extractions):
@@ -222,6 +225,8 @@ async def fill(home, n):
                 row["entities"] = [e.name for e in checked.entities]
                 await engine.graph.put("default", row["id"], checked, row["created_at"])
             await engine.episodic.add(rows)
+            trashed = [r["id"] for r in rows if r["tier"] == "trash"]
+            await engine.graph.deactivate("default", trashed)
         await engine.episodic.maintain()
 
 asyncio.run(fill(sys.argv[1], int(sys.argv[2])))
