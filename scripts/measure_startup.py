@@ -171,8 +171,6 @@ def cli_once(repo: str, home: str, *argv: str) -> float:
     return wall
 
 
-
-
 def cli_through_owner(repo: str, n: int) -> tuple[list[float], list[float]]:
     """One-shot remember/recall while `serve --transport http` owns the directory."""
     remember, recall = [], []
