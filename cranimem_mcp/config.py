@@ -64,6 +64,12 @@ class EpisodicSettings(_Section):
     # Live memories mirrored in RAM (hash, vector, text) so writes and recalls skip most
     # LanceDB queries (cranimem_mcp/working_set.py); 0 turns the mirror off.
     working_set_rows: int = Field(100_000, ge=0, le=10_000_000)
+    # Old table versions (kept for reads in flight): at most this many, none older than
+    # keep_versions_seconds; and if the table's folder is still over max_disk_ratio times
+    # its live data after that, only the current version is kept.
+    keep_versions: int = Field(20, ge=1, le=100_000)
+    keep_versions_seconds: float = Field(3600.0, ge=0.0)
+    max_disk_ratio: float = Field(3.0, ge=1.0)
 
 
 class ConsolidationSettings(_Section):

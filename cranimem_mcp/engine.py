@@ -31,7 +31,7 @@ from . import consistency, forgetting, gating, linkage, redaction, replay, retri
 from .config import Settings
 from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache, local_embedder
-from .episodic import EpisodicStore
+from .episodic import EpisodicStore, VersionRetention
 from .errors import ConfigError, InvalidInput, StoreError
 from .extraction import HeuristicExtractor
 from .graph import GraphStore
@@ -101,6 +101,7 @@ class MemoryEngine:
             e.working_set_rows,
             settings.retrieval.fusion,
             settings.retrieval.vector_weight,
+            VersionRetention(e.keep_versions, e.keep_versions_seconds, e.max_disk_ratio),
         )
         if settings.graph.store == "sparql":
             from .sparql import SparqlDataset
@@ -142,8 +143,10 @@ class MemoryEngine:
         logger.info("data directory %s", self.home)
         self.state = await anyio.to_thread.run_sync(load_state, self._state_path)
         self._check_embedder()
-        # The secrets guard's rules load once here, not on the first write (0.2-0.5 s).
-        await anyio.to_thread.run_sync(redaction.warm_up)
+        if self._background:
+            # A server loads the secrets guard's rules here, not on its first write (0.2-0.5
+            # s); a one-shot command loads them only if it writes (a recall never needs them).
+            await anyio.to_thread.run_sync(redaction.warm_up)
         await self.episodic.open()
         await self.graph.open()
         if self._open_marker.exists():  # the last process here stopped without closing

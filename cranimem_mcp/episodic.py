@@ -16,25 +16,36 @@ import logging
 import re
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, Bitmap, BTree
-from lancedb.query import LanceHybridQueryBuilder
-from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
+from . import heap
 from .errors import StoreError
+from .lance import (
+    FTS,
+    Bitmap,
+    BTree,
+    LanceHybridQueryBuilder,
+    LinearCombinationReranker,
+    RRFReranker,
+    lancedb,
+)
 from .models import MEMORY_ID_RE, SCOPE_RE
 from .working_set import FIELDS, LIVE, ScopeSet, WorkingSet
 
 logger = logging.getLogger(__name__)
 
 TABLE = "memories"
+# When a maintenance is due (EpisodicStore.maintenance_due): commits since the last one.
+MAINTAIN_MIN_COMMITS = 20
+MAINTAIN_MAX_COMMITS = 120
+MAINTAIN_ROWS_PER_COMMIT = 200
 TIERS = ("buffer", "longterm", "trash")
 _HEX_RE = re.compile(r"^[0-9a-f]{16,64}$")
 
@@ -105,6 +116,24 @@ def ids_filter(ids: Sequence[str]) -> str:
     return "id IN (" + ", ".join(_lit(i, MEMORY_ID_RE) for i in ids) + ")"
 
 
+@dataclass(frozen=True)
+class VersionRetention:
+    """What :meth:`EpisodicStore.maintain` keeps of the table's old versions (LanceDB keeps
+    every version a commit makes, each with the files only it references, until cleanup).
+    At most ``count`` versions, none older than ``seconds``; and if the folder is still over
+    ``max_ratio`` times the live data (a local table only), only the current version.
+
+    Why a count: with the age alone (an hour) a table of 1,050 short rows had 1,292
+    versions and 74 MB on disk, 10k rows 4.9 GB (docs/RESULTS.md), because every
+    compaction rewrites the table. Old versions serve only reads that started before a
+    commit, and ours take milliseconds; 20 versions cover at least the last full
+    consolidation round."""
+
+    count: int = 20
+    seconds: float = 3600.0
+    max_ratio: float = 3.0
+
+
 class EpisodicStore:
     """The LanceDB table of memories. Open with :meth:`open`; all methods are async."""
 
@@ -116,13 +145,18 @@ class EpisodicStore:
         working_set_rows: int = 100_000,
         fusion: str = "rrf",
         vector_weight: float = 0.7,
+        retention: VersionRetention | None = None,
     ) -> None:
         """``path``: a local directory, or any LanceDB URI (``s3://bucket/prefix``, ...)
         with its ``storage_options``. ``working_set_rows`` bounds the in-memory copy of
         live memories that answers the hot-path questions (0: always ask LanceDB).
         ``fusion`` ("rrf" or "linear", with ``vector_weight``) picks the LanceDB reranker
-        that fuses the vector and full-text halves of :meth:`hybrid`."""
+        that fuses the vector and full-text halves of :meth:`hybrid`. ``retention``: what
+        :meth:`maintain` keeps of old table versions."""
         self._path = path
+        self._retention = retention or VersionRetention()
+        self._commits = 0  # commits since the last maintenance
+        self._rows = 0  # live rows at the last maintenance
         self._dim = dim
         self._storage_options = dict(storage_options or {})
         self._db: Any = None
@@ -158,6 +192,7 @@ class EpisodicStore:
             if not any(ix.index_type == "FTS" for ix in self._table.list_indices()):
                 self._table.create_index("content", config=FTS(), replace=True)
             self._ensure_scalar_indexes()
+            self._rows = self._table.count_rows()
         except StoreError:
             raise
         except Exception as exc:  # lance raises bare OSError/RuntimeError/ValueError
@@ -186,6 +221,7 @@ class EpisodicStore:
         """Run a change under the write lock; ``follow()`` then applies it to the working
         set. A change that fails may or may not have committed: the working set is dropped."""
         async with self._lock:
+            self._commits += 1
             try:
                 result = await self._run(fn, *args)
             except BaseException:
@@ -307,15 +343,65 @@ class EpisodicStore:
 
         await self._write(run)
 
-    async def maintain(self, keep: timedelta = timedelta(hours=1)) -> None:
-        """Compact small fragments, fold new rows into the indexes, drop old versions; then
-        open the table afresh (see :meth:`_reopen`)."""
+    def maintenance_due(self) -> bool:
+        """Whether enough has changed since the last :meth:`maintain` to pay for one: at
+        least ``MAINTAIN_MIN_COMMITS`` commits, and one per ``MAINTAIN_ROWS_PER_COMMIT``
+        rows of the table, up to ``MAINTAIN_MAX_COMMITS``.
+
+        Why: LanceDB's ``optimize`` merges every fragment under its million-row target, so
+        it rewrites the whole table (and updates its indexes) each time, under the writer
+        lock; run every 20 writes, writes queued behind a cost that grew with the table
+        (a write's mean 38 -> 88 ms from 500 to 3,500 memories, docs/RESULTS.md). Run in
+        proportion to the table, it costs each write about the same; the cap bounds the
+        small fragments a read meets (each adds a few ms to a query)."""
+        due = min(MAINTAIN_MAX_COMMITS, max(MAINTAIN_MIN_COMMITS,
+                                            self._rows // MAINTAIN_ROWS_PER_COMMIT))  # fmt: skip
+        return self._commits >= due
+
+    async def maintain(self, force: bool = True) -> bool:
+        """Compact small fragments, fold new rows into the indexes, drop old versions as
+        the retention says; then open the table afresh (see :meth:`_reopen`). Without
+        ``force``, only when :meth:`maintenance_due`. Returns whether it ran."""
+        if not force and not self.maintenance_due():
+            return False
 
         def run() -> None:
-            self._table.optimize(cleanup_older_than=keep)
+            self._table.optimize(cleanup_older_than=self._keep_since())
+            if self._over_disk_ratio():
+                # Under the writer lock, and this process is the table's only user: no
+                # write is in flight, so unverified files are leftovers (see purge_history).
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                    self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
             self._reopen()
+            heap.trim()  # what the compaction and the old handle freed goes back to the OS
+            self._rows = self._table.count_rows()
 
         await self._write(run)
+        self._commits = 0
+        return True
+
+    def _keep_since(self) -> timedelta:
+        """The age past which versions go: the retention's seconds, or less if more than
+        ``count`` versions are younger. LanceDB stamps versions in local time without a
+        zone (as ``datetime.now()``); a clock mismatch only makes us keep more."""
+        keep = timedelta(seconds=self._retention.seconds)
+        versions = self._table.list_versions()
+        if len(versions) > self._retention.count:
+            oldest_kept = versions[-self._retention.count]["timestamp"]
+            if oldest_kept.tzinfo is not None:
+                oldest_kept = oldest_kept.astimezone().replace(tzinfo=None)
+            age = datetime.now() - oldest_kept - timedelta(milliseconds=1)
+            keep = max(timedelta(0), min(keep, age))
+        return keep
+
+    def _over_disk_ratio(self) -> bool:
+        if not isinstance(self._path, Path):
+            return False
+        folder = self._path / f"{TABLE}.lance"
+        on_disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        live = float(self._table.stats()["total_bytes"])
+        return on_disk > self._retention.max_ratio * max(live, 1.0)
 
     def _reopen(self) -> None:
         """Swap in a new connection and table handle. Why: LanceDB's handles hold on to

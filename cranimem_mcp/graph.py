@@ -49,6 +49,7 @@ VOCAB = Namespace(BASE + "ns#")
 REL = Namespace(BASE + "rel/")
 _PRED_RE = re.compile(r"[^a-z0-9_]+")
 _MEMO_MAX = 200_000  # remembered reads between commits, at most
+_MEMO_EDGES_MAX = 4096  # nodes whose relations are remembered between commits, at most
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
 Triple = tuple[URIRef, URIRef, URIRef]
 
@@ -135,22 +136,73 @@ class GraphStore:
         self._memo_validity: dict[Triple, Validity] = {}
         self._memo_mentions: dict[URIRef, int] = {}
         self._memo_labels: dict[URIRef, str] = {}
+        self._memo_edges: dict[URIRef, list[tuple[Triple, Validity]]] = {}
+        # With memos: the supersession records of the active "ends" graphs, by the fact they
+        # end (fact -> graph -> end times), built on first use and kept in step by _commit
+        # for the graphs a commit names. Why: finding a fact's ends by scanning every record
+        # about its subject grew with the history (supersede was 60% of a write's cost at
+        # 1.5k memories, docs/RESULTS.md); this costs what the commit changed.
+        self._ends: dict[Triple, dict[str, list[datetime]]] | None = None
+        self._ends_of_graph: dict[str, list[Triple]] = {}
 
     def _commit(self, entries: list[Any]) -> None:
         try:
             self._store.commit(entries)
         finally:
             self._forget_memos()
+            if self._ends is not None:
+                try:
+                    for entry in entries:
+                        if _kind(entry["graph"]) == "ends":
+                            self._index_ends(entry["graph"])
+                except Exception:  # an entry of another shape: rebuild on next use
+                    self._ends = None
+                    raise
+
+    def _ends_index(self) -> dict[Triple, dict[str, list[datetime]]]:
+        if self._ends is None:
+            self._ends, self._ends_of_graph = {}, {}
+            graphs = {_iri(ctx) for ctx in self._ds.contexts() if _kind(ctx) == "ends"}
+            for iri in graphs:
+                self._index_ends(iri)
+        return self._ends
+
+    def _index_ends(self, iri: str) -> None:
+        """(Re)read one ends graph into the index."""
+        assert self._ends is not None
+        for triple in self._ends_of_graph.pop(iri, []):
+            by_graph = self._ends.get(triple)
+            if by_graph is not None:
+                by_graph.pop(iri, None)
+                if not by_graph:
+                    del self._ends[triple]
+        g = self._ds.graph(URIRef(iri))
+        ended: list[Triple] = []
+        for record in g.subjects(RDF.type, VOCAB.Supersession):
+            triple = (
+                g.value(record, VOCAB.endsSubject),
+                g.value(record, VOCAB.endsPredicate),
+                g.value(record, VOCAB.endsObject),
+            )
+            when = _time(g.value(record, VOCAB.endedAt))
+            if None in triple or when is None:
+                continue
+            self._ends.setdefault(triple, {}).setdefault(iri, []).append(when)  # type: ignore[arg-type]
+            ended.append(triple)  # type: ignore[arg-type]
+        if ended:
+            self._ends_of_graph[iri] = ended
 
     def _forget_memos(self) -> None:
         self._memo_validity.clear()
         self._memo_mentions.clear()
         self._memo_labels.clear()
+        self._memo_edges.clear()
 
     # --- lifecycle -------------------------------------------------------------------------
 
     async def open(self) -> None:
         self._forget_memos()
+        self._ends = None
         await self._run(self._store.open)
 
     async def close(self) -> None:
@@ -179,6 +231,41 @@ class GraphStore:
     def _active(ctx: object) -> bool:
         return _kind(ctx) == "memory"
 
+    def _edges(self, node: URIRef) -> list[tuple[Triple, Validity]]:
+        """The relations (facts) at a node, in or out, with their validity; remembered until
+        the next commit (recalls walk from the same popular entities again and again)."""
+        found = self._memo_edges.get(node) if self._memo else None
+        if found is None:
+            found = [
+                (triple, self._validity(*triple))
+                for pattern in ((node, None, None), (None, None, node))
+                for triple in self._active_triples(pattern)
+                if str(triple[1]).startswith(str(REL))
+            ]
+            if self._memo:
+                if len(self._memo_edges) >= _MEMO_EDGES_MAX:
+                    self._memo_edges.clear()
+                self._memo_edges[node] = found
+        return found
+
+    def _active_triples(self, pattern: tuple[Any, Any, Any]) -> Iterable[Triple]:
+        """Each triple matching ``pattern`` that an active memory graph holds, once.
+
+        Why not the quads: an entity many memories mention holds the same triple in each of
+        their graphs, and walking every copy made the graph path of a recall 130 ms at 10k
+        memories (docs/RESULTS.md). The local store lists each triple once with its graphs;
+        a remote store is asked for quads, as before."""
+        if not self._memo:
+            seen: set[Triple] = set()
+            for s, p, o, ctx in self._ds.quads((*pattern, None)):
+                if (s, p, o) not in seen and self._active(ctx):
+                    seen.add((s, p, o))
+                    yield (s, p, o)
+            return
+        for triple, contexts in self._ds.store.triples(pattern, context=None):
+            if any(self._active(c) for c in contexts):
+                yield triple
+
     def _fact_sources(self, s: URIRef, p: URIRef, o: URIRef) -> set[str]:
         return {_memory_id(c) for *_t, c in self._ds.quads((s, p, o, None)) if self._active(c)}
 
@@ -204,6 +291,10 @@ class GraphStore:
                 observed = _time(g.value(iri, VOCAB.observedAt)) or asserted
                 if asserted and observed:
                     v.sources.append(Source(_memory_id(ctx), observed, asserted))
+        if self._memo:
+            for times in self._ends_index().get((s, p, o), {}).values():
+                v.ends.extend(times)
+            return v
         for record, _p, _s, ctx in self._ds.quads((None, VOCAB.endsSubject, s, None)):
             if _kind(ctx) != "ends":
                 continue
@@ -580,19 +671,11 @@ class GraphStore:
         for hop in range(1, hops + 1):
             found: dict[Triple, Validity] = {}
             for node in frontier:
-                for pattern in ((node, None, None, None), (None, None, node, None)):
-                    for s, p, o, ctx in self._ds.quads(pattern):
-                        triple = (s, p, o)
-                        if (
-                            not str(p).startswith(str(REL))
-                            or not self._active(ctx)
-                            or triple in out
-                            or triple in found
-                        ):
-                            continue
-                        v = self._validity(*triple)
-                        if as_of is None or v.valid_at(as_of):
-                            found[triple] = v
+                for triple, v in self._edges(node):
+                    if triple in out or triple in found:
+                        continue
+                    if as_of is None or v.valid_at(as_of):
+                        found[triple] = v
             ranked = sorted(
                 found.items(), key=lambda kv: (kv[1].valid_to is not None, -len(kv[1].sources))
             )

@@ -25,7 +25,13 @@ logger = logging.getLogger(__name__)
 class JournaledDataset:
     """Not thread-safe: the owner serialises calls."""
 
+    # The snapshot is rewritten once the journal holds COMPACT_EVERY entries *and* is at
+    # least JOURNAL_SHARE of the snapshot's size. Why both: a rewrite costs the whole graph
+    # (rdflib serialises every quad), so at a fixed count its cost per write grew with the
+    # graph; in proportion, each rewrite is paid for by as many bytes of journal, and the
+    # journal a reopen replays stays under that share of the snapshot.
     COMPACT_EVERY = 500
+    JOURNAL_SHARE = 0.5
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
@@ -79,8 +85,15 @@ class JournaledDataset:
             fh.flush()
             os.fsync(fh.fileno())
         self.pending += len(entries)
-        if self.pending >= self.COMPACT_EVERY:
+        if self.pending >= self.COMPACT_EVERY and self._journal_share() >= self.JOURNAL_SHARE:
             self.compact()
+
+    def _journal_share(self) -> float:
+        try:
+            snapshot = self.snapshot.stat().st_size
+        except FileNotFoundError:
+            return float("inf")
+        return self.journal.stat().st_size / max(snapshot, 1)
 
     def compact(self) -> None:
         """Write the whole dataset as a fresh snapshot, then empty the journal."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .embeddings import Embedder, LocalModel
@@ -28,9 +28,10 @@ from .errors import BackendUnavailable, ConfigError
 from .extraction import HeuristicExtractor
 from .heuristics import HeuristicTagger
 from .llm import Extractor, Tagger
-from .ollama import OllamaBackend, OllamaEmbedder, OllamaExtractor, OllamaTagger, has_model
-from .ollama import prompts_dir as find_prompts
 from .state import load_state
+
+if TYPE_CHECKING:  # the Ollama client (httpx, ollama: ~0.2 s) loads only when a role uses it
+    from .ollama import OllamaBackend
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ class Providers:
 
 
 def backend_for(settings: Settings) -> OllamaBackend:
+    from .ollama import OllamaBackend
+
     o = settings.ollama
     return OllamaBackend(
         o.host,
@@ -111,26 +114,29 @@ async def select_providers(
         chosen = await _embedder(
             settings, embedder_choice, backend, available, probe_error, reasons, local
         )
-        prompts = find_prompts(None)
         tagger: Tagger = HeuristicTagger()
         extractor: Extractor = HeuristicExtractor()
+        uses_backend = chosen.id.startswith("ollama:")  # as the store records it
         if _use_ollama("tagger", m.tagger, o.tagger_model, available, probe_error, reasons):
+            from .ollama import OllamaTagger, prompts_dir
+
             assert backend is not None
-            tagger = OllamaTagger(backend, o.tagger_model, prompts)
+            tagger = OllamaTagger(backend, o.tagger_model, prompts_dir(None))
+            uses_backend = True
         if _use_ollama(
             "extractor", m.extractor, o.extractor_model, available, probe_error, reasons
         ):
+            from .ollama import OllamaExtractor, prompts_dir
+
             assert backend is not None
-            extractor = OllamaExtractor(backend, o.extractor_model, prompts, o.extract_batch_size)
+            extractor = OllamaExtractor(
+                backend, o.extractor_model, prompts_dir(None), o.extract_batch_size
+            )
+            uses_backend = True
     except BaseException:
         if backend is not None:
             await backend.aclose()
         raise
-    uses_backend = (
-        isinstance(chosen, OllamaEmbedder)
-        or isinstance(tagger, OllamaTagger)
-        or isinstance(extractor, OllamaExtractor)
-    )
     if backend is not None and not uses_backend:
         await backend.aclose()
         backend = None
@@ -160,7 +166,7 @@ def _use_ollama(
     if available is None:
         reasons[role] = f"heuristic (auto: {probe_error})"
         return False
-    if not has_model(available, model):
+    if not _has_model(available, model):
         reasons[role] = f"heuristic (auto: model {model} not pulled; ollama pull {model})"
         return False
     reasons[role] = f"ollama:{model} (auto: Ollama answered)"
@@ -188,7 +194,7 @@ async def _embedder(
                     "`cranimem-mcp reembed`"
                 )
             reasons["embedder"] = f"{known['id']} (auto: the store was filled by it)"
-        elif available is not None and has_model(available, o.embed_model):
+        elif available is not None and _has_model(available, o.embed_model):
             choice = "ollama"
             reasons["embedder"] = f"ollama:{o.embed_model} (auto: Ollama answered)"
         else:
@@ -204,5 +210,13 @@ async def _embedder(
         raise BackendUnavailable(
             f"the embedder is Ollama's {o.embed_model}, but Ollama does not answer: {probe_error}"
         )
+    from .ollama import OllamaEmbedder
+
     dim = await backend.embedding_dim(o.embed_model, timeout=max(o.probe_timeout_seconds, 5.0))
     return OllamaEmbedder(backend, o.embed_model, dim, o.embed_batch_size)
+
+
+def _has_model(available: list[str], model: str) -> bool:
+    from .ollama import has_model
+
+    return has_model(available, model)

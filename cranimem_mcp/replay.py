@@ -151,7 +151,8 @@ async def consolidate(
             for s in scopes:
                 await _prune_longterm(engine, s, report)
             report.purged += await _purge_expired_trash(engine, scopes)
-            await engine.episodic.maintain()
+            # In proportion to what changed (EpisodicStore.maintenance_due), not every run.
+            await engine.episodic.maintain(force=trigger == "on_demand")
     report.took_ms = round((time.perf_counter() - started) * 1000, 2)
     report.finished_at = now()
     if not dry_run:

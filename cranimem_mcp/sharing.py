@@ -34,7 +34,14 @@ import anyio
 
 from .config import Settings
 from .errors import ConfigError, StoreError
-from .ownership import DirectoryLock, owner_token, read_owner_info, write_owner_info
+from .ownership import (
+    READ_ONLY,
+    DirectoryLock,
+    OwnerGone,
+    owner_token,
+    read_owner_info,
+    write_owner_info,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -245,8 +252,6 @@ class EngineHandle:
             await self._ready.wait()
 
     async def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        from .remote import READ_ONLY, OwnerGone
-
         for _attempt in range(3):
             engine = await self.get()
             try:
@@ -329,8 +334,6 @@ class EngineHandle:
     async def _claim(self) -> bool:
         """True once this process owns the directory; False once an owner answers. Raises
         after ``owner_wait_seconds`` of neither."""
-        from .remote import RemoteEngine
-
         wait = self.settings.server.owner_wait_seconds
         deadline = time.monotonic() + wait
         token = await anyio.to_thread.run_sync(owner_token, self.home)
@@ -341,6 +344,9 @@ class EngineHandle:
                 raise ConfigError(self._held_message("refusing to be a second writer"))
             info = read_owner_info(self.home)
             if info is not None and info.pid != os.getpid():
+                # Imported only here: an owner never needs the client (httpx, ~0.2 s).
+                from .remote import RemoteEngine
+
                 remote = RemoteEngine(info.port, token)
                 try:
                     await remote.ping()
@@ -460,10 +466,18 @@ async def shared_engine(settings: Settings, *, exclusive: bool = False) -> Async
     directory (no bridges served, no background work), else the owner's, bridged. With
     ``exclusive`` (commands that must see the stores directly) an owned directory is an
     error that names the owner."""
-    handle = EngineHandle(settings, require_owner=exclusive, serve_bridges=False, background=False)
-    async with handle:
-        await handle.get()
-        yield handle.local if exclusive else handle
+    # As in serve: if this process opens the stores, the model loads beside the open (its
+    # session build is native code, mostly off the GIL) instead of after it.
+    preload = EmbedderPreload(settings)
+    handle = EngineHandle(
+        settings, require_owner=exclusive, serve_bridges=False, background=False, preload=preload
+    )
+    try:
+        async with handle:
+            await handle.get()
+            yield handle.local if exclusive else handle
+    finally:
+        await anyio.to_thread.run_sync(preload.join)
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 EDGES = {"server", "cli", "eval", "demo"}
-CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval",
+CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval", "heap",
         "linkage", "heuristics", "extraction", "models", "errors", "state", "working_set",
         "validation"}  # fmt: skip
 

@@ -1,0 +1,110 @@
+"""The lean write path (issue 15): old table versions stay bounded, maintenance runs in
+proportion to what changed, the supersession index answers as the full scan does, and
+LanceDB loads without its REST namespace client until someone asks for it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from cranimem_mcp.episodic import EpisodicStore, VersionRetention
+from cranimem_mcp.graph import GraphStore
+
+pytestmark = pytest.mark.anyio
+LIFE = "Remember durable facts about the user's life"
+
+
+def row(i: int) -> dict:
+    stamp = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=i)
+    v = np.zeros(8, dtype=np.float32)
+    v[i % 8] = 1.0
+    return {
+        "id": f"m_{i:020x}", "scope": "s", "tier": "buffer", "content": f"note number {i}",
+        "content_hash": f"{i:064x}", "vector": v.tolist(), "created_at": stamp,
+        "observed_at": stamp, "turn": i, "entities": [], "importance": 0.5, "surprise": 0.5,
+        "emotion": 0.1, "base_utility": 0.4, "relevance": 0.3, "goal": None, "source": None,
+        "tags": [], "access_count": 0, "last_access": None, "frequency": 1,
+        "tagged_by": "heuristic", "gate_reason": "", "replay_score": None,
+        "decision_reason": None, "prev_tier": None, "tier_changed_at": stamp,
+    }  # fmt: skip
+
+
+async def test_old_versions_are_bounded_by_count_and_no_row_is_lost(tmp_path):
+    store = EpisodicStore(tmp_path / "t", 8, retention=VersionRetention(count=5, max_ratio=1e9))
+    await store.open()
+    for i in range(40):
+        await store.add([row(i)])
+    assert len(store._table.list_versions()) > 40
+    assert await store.maintain()
+    # the 5 kept before the optimize, plus the versions the optimize itself made
+    assert len(store._table.list_versions()) <= 5 + 4
+    assert await store.count() == 40
+    assert {r["id"] for r in await store.rows(where=None)} == {row(i)["id"] for i in range(40)}
+
+
+async def test_the_folder_is_held_within_its_ratio_of_the_live_data(tmp_path):
+    store = EpisodicStore(tmp_path / "t", 8, retention=VersionRetention(count=1000, max_ratio=3))
+    await store.open()
+    for i in range(40):
+        await store.add([row(i)])
+    await store.maintain()
+    folder = tmp_path / "t" / "memories.lance"
+    on_disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    live = store._table.stats()["total_bytes"]
+    assert on_disk <= 3 * live
+    assert len(store._table.list_versions()) == 1
+    assert await store.count() == 40
+
+
+async def test_maintenance_waits_until_enough_has_changed(tmp_path):
+    store = EpisodicStore(tmp_path / "t", 8)
+    await store.open()
+    for i in range(5):
+        await store.add([row(i)])
+    assert not store.maintenance_due()
+    assert not await store.maintain(force=False)
+    for i in range(5, 25):
+        await store.add([row(i)])
+    assert store.maintenance_due()
+    assert await store.maintain(force=False)
+    assert not store.maintenance_due()  # counted again from zero
+
+
+async def test_the_supersession_index_answers_as_the_full_scan(open_engine, tmp_path):
+    home = tmp_path / "data"
+    async with open_engine(home=home, gating={"tau_noise": -1.0, "default_gate": False}) as e:
+        for text in ("I live in Paris.", "I moved to Berlin.", "I moved back to Paris.",
+                     "I work at Acme.", "I now work at Globex.", "I moved to Rome."):  # fmt: skip
+            await e.remember(text, goal=LIFE)
+            await e.consolidate()
+        indexed = await e.recall("Where does the user live and work?", paths=["graph"])
+    rows = {(f.subject, f.predicate, f.object): (f.superseded, f.valid_to) for f in indexed.facts}
+    assert rows[("User", "lives_in", "Rome")] == (False, None)
+    assert rows[("User", "lives_in", "Berlin")][0] is True
+    # The same graph files read by a store without memos (the full scan of the records).
+    scanned = GraphStore(home / "graph", memo=False)
+    await scanned.open()
+    uncached = {
+        (f.subject, f.predicate, f.object): (f.superseded, f.valid_to)
+        for f in await scanned.memory_facts("default", sorted(set().union(
+            *(f.sources for f in indexed.facts))))
+    }  # fmt: skip
+    for triple, state in uncached.items():
+        if triple in rows:
+            assert rows[triple] == state, triple
+
+
+def test_lancedb_loads_without_its_rest_client_until_it_is_asked_for():
+    code = (
+        "import sys\n"
+        "import cranimem_mcp.lance\n"
+        "assert 'lance_namespace_urllib3_client.api' not in sys.modules\n"
+        "assert 'overrides' not in sys.modules or sys.version_info >= (3, 12)\n"
+        "from lance_namespace_urllib3_client import ApiClient\n"
+        "assert 'lance_namespace_urllib3_client.api' in sys.modules and ApiClient\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
