@@ -92,6 +92,7 @@ class EmbedderPreload:
     def __init__(self, settings: Settings) -> None:
         self._embedder: Any = None
         self._decided = threading.Event()
+        self._embedder_done = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(settings,), name="embedder preload", daemon=True
         )
@@ -108,16 +109,19 @@ class EmbedderPreload:
             logger.warning("not preloading the embedder: %s", exc)
         finally:
             self._decided.set()
-        if embedder is not None:
-            started = time.perf_counter()
-            try:
-                embedder.embed_sync(["warm up"])  # loads it; onnxruntime allocates its buffers
-            except Exception as exc:
-                logger.warning("preloading the embedder %s failed: %s", embedder.id, exc)
-            else:
-                logger.info(
-                    "embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started
-                )
+        try:
+            if embedder is not None:
+                started = time.perf_counter()
+                try:
+                    embedder.embed_sync(["warm up"])  # loads it; onnxruntime allocates buffers
+                except Exception as exc:
+                    logger.warning("preloading the embedder %s failed: %s", embedder.id, exc)
+                else:
+                    logger.info(
+                        "embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started
+                    )
+        finally:
+            self._embedder_done.set()
         # Then the parser every write's quick extraction reads (after the embedder, so the
         # two loads do not fight over the GIL).
         started = time.perf_counter()
@@ -134,7 +138,8 @@ class EmbedderPreload:
         """Wait for the load to end before the process exits: an exit while onnxruntime
         builds its session in this thread aborts the process (std::terminate, seen here)."""
         if self._thread.ident is not None:
-            self._thread.join(timeout)
+            # The parser's load after it is plain Python: an exit may cut it short.
+            self._embedder_done.wait(timeout)
 
     async def take(self) -> Any:
         """The preloaded embedder (or None), once; later calls return None."""
