@@ -9,7 +9,10 @@ written active, negation (``not_`` before the predicate: "doesn't like X" never 
 ``likes``), and he/she resolved to the last person named. First person and "the user" are
 the entity ``User`` (in a transcript turn "Name: ...", the speaker). Canonical predicates
 come from a small table of verb lemmas (:data:`VERBS`); any other verb keeps its lemma (and
-preposition). The named-entity labels give the entity types.
+preposition). Entity types come from a name's role in its facts (what one lives in is a
+Location, works at an Organization; a relation word names a Person); the pipeline runs
+without its named-entity recogniser (:data:`cranimem_mcp.syntax.EXCLUDED`, for cost), and
+the rules read its labels only when it is there.
 
 :func:`canonical_name` is the merge key of an entity everywhere (graph nodes, replay's entity
 counts, forget by entity); :data:`DATE`, :data:`FIRST_PERSON` and :func:`proper_spans` are
@@ -244,6 +247,7 @@ class _Reader:
         self.last_subject: str | None = None
         self.people: set[str] = {canonical_name(speaker)}
         self.last_thing: str | None = None
+        self.last_named: str | None = None
 
     # -- nodes --
 
@@ -291,7 +295,7 @@ class _Reader:
                 break
             if child.dep_ in ("compound", "amod", "nmod", "npadvmod") and not (
                 child.lower_ in _SKIP_MODIFIERS
-                or child.ent_type_ in ("DATE", "TIME")
+                or _is_time(child)
                 or child.pos_ == "NUM"
                 or _is_kin_word(child.lower_)
                 or (tok.pos_ == "PROPN" and child.pos_ == "NOUN")  # "app Pebble": a label
@@ -350,7 +354,7 @@ class _Reader:
                 return self.relative(tok)
             return None
         if low in _THIRD_PERSON:
-            return self.last_subject or self.last_person
+            return self.last_subject or self.last_person or self.last_named
         if low in _RELATIVE or tok.tag_ in ("WDT", "WP"):
             return self.relative(tok)
         if tok.lemma_.lower() == "user" and tok.pos_ in ("NOUN", "PROPN"):
@@ -379,6 +383,8 @@ class _Reader:
         name = self.entity(name, _ENT_TYPES.get(tok.ent_type_, "Other"))
         if tok.pos_ == "PROPN":
             self.last_thing = name
+            if tok.dep_ in ("nsubj", "nsubjpass"):
+                self.last_named = name  # "Tove Jansson created the Moomins. She was born..."
         return name
 
     def person(self, name: str, subject: bool = False) -> str:
@@ -534,7 +540,7 @@ class _Reader:
         if self.irrealis(verb):
             return
         subjects = [s for s in (self.ref(t) for t in self.subjects(verb)
-                                if t.ent_type_ not in ("DATE", "TIME")) if s]  # fmt: skip
+                                if not _is_time(t)) if s]  # fmt: skip
         if verb.lemma_.lower() in ("call", "name") and not passive_marked(verb):
             return  # "a beagle called Biscuit": read by called()
         if (
@@ -609,7 +615,7 @@ class _Reader:
                     self.relate(s, "has_age", self.entity(child.text, "Other"))
 
     def direct(self, verb: Any, lemma: str, subjects: list[str], obj_tok: Any, neg: str) -> None:
-        if obj_tok.ent_type_ in ("DATE", "TIME"):
+        if _is_time(obj_tok):
             return
         if any(c.dep_ == "neg" for c in obj_tok.children):
             neg = "" if neg else "not_"  # "uses pnpm, not npm"
@@ -744,7 +750,7 @@ class _Reader:
     def setting(self, tok: Any) -> bool:
         """A time or a setting, not a thing: "in March", "on weekends", "in every editor"."""
         return (
-            tok.ent_type_ in ("DATE", "TIME")
+            _is_time(tok)
             or tok.lemma_.lower() in _NOT_THINGS
             or tok.lower_ in _SETTINGS
             or any(
@@ -825,7 +831,7 @@ class _Reader:
             elif child.dep_ == "prep":
                 word = child.lower_
                 for obj_tok in self.spread([c for c in child.children if c.dep_ == "pobj"]):
-                    if obj_tok.ent_type_ in ("DATE", "TIME"):
+                    if _is_time(obj_tok):
                         continue
                     if word in ("in", "on", "with") and obj_tok.lemma_.lower() in _GROUPS:
                         pred = "member_of"  # "is in a book club called Chapter Eleven"
@@ -923,7 +929,7 @@ class _Reader:
         for prep in (c for c in attr.children if c.dep_ == "prep"):
             key = (attr.lemma_.lower(), prep.lower_)
             for obj_tok in self.spread([c for c in prep.children if c.dep_ == "pobj"]):
-                if obj_tok.ent_type_ in ("DATE", "TIME"):
+                if _is_time(obj_tok):
                     continue
                 pred = _NOUN_PREPS.get(key)
                 if (
@@ -1073,6 +1079,19 @@ def _kin(noun: Any) -> str:
     if low in _CATS or noun.lower_ in _CATS:
         return "cat"
     return low
+
+
+_TIME_WORD = re.compile(
+    rf"(?i:(?:{MONTHS})|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|yesterday|today|tonight|"
+    r"tomorrow|weekends?|(?:1[5-9]|20)\d\d|\d{1,2}(?::\d\d)?(?:am|pm)?|\d{1,2}(?:st|nd|rd|th))"
+)
+
+
+def _is_time(tok: Any) -> bool:
+    """A date or a time ("in 2016", "in March", "on Thursdays", "until june"): when a fact
+    held, never one of its arguments. The named-entity labels when the pipeline has them,
+    else the words themselves."""
+    return tok.ent_type_ in ("DATE", "TIME") or bool(_TIME_WORD.fullmatch(tok.text))
 
 
 def _is_name(tok: Any) -> bool:

