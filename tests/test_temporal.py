@@ -168,6 +168,10 @@ def test_observed_at_reads_stated_dates():
     assert observed_at("Since 2019 I work at X") == datetime(2019, 1, 1, tzinfo=UTC)
     assert observed_at("I live in Paris") is None
     assert observed_at("February 30, 2021") is None
+    # A year that opens the text is its time; a number elsewhere is not a year.
+    assert observed_at("2016 was the year I moved to Prague.") == datetime(2016, 1, 1, tzinfo=UTC)
+    assert observed_at("I have 2000 followers.") is None
+    assert observed_at("2019% growth") is None
 
 
 def test_decay_halves_per_half_life():
