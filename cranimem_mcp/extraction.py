@@ -41,7 +41,6 @@ DATE = re.compile(
     rf"(?:19|20)\d{{2}})\b"
 )
 
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _SPAN_WORD = re.compile(r"[A-Z][\w'’&\-]*(?:\.\d+)?|[A-Z]{2,}\d*")
 _CONNECTORS = frozenset(("of de la van von der del da du y &").split())
 _STOP_INITIAL = frozenset(
