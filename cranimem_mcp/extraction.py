@@ -1168,17 +1168,21 @@ _KIN_NOUNS = frozenset(
 )
 
 
+def utterance(text: str) -> tuple[str, str]:
+    """Who says ``text`` and what they say: a transcript turn's speaker ("[date] Ana: ...")
+    or the User, and the text without its label (what is parsed)."""
+    match = _SPEAKER.match(text)
+    if match and match.group(1) not in ("Note", "User", "Update", "Reminder", "Fact", "Todo"):
+        return match.group(1), text[match.end() :]
+    return "User", text[match.end() :] if match else text
+
+
 @lru_cache(maxsize=4096)
 def extract_one(text: str) -> Extraction:
     """The facts of one memory, from its dependency parse. Remembered per text: a write
     parses its text once, and the consolidation that links it later reads the same result
     (shared: callers must not change it)."""
-    speaker = "User"
-    match = _SPEAKER.match(text)
-    if match and match.group(1) not in ("Note", "User", "Update", "Reminder", "Fact", "Todo"):
-        speaker, text = match.group(1), text[match.end() :]
-    elif match:
-        text = text[match.end() :]
+    speaker, text = utterance(text)
     reader = _Reader(speaker)
     if speaker != "User":
         reader.entity(speaker, "Person")

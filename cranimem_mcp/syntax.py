@@ -15,6 +15,7 @@ import importlib.util
 import logging
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +106,11 @@ def pipeline() -> Any:
     return _nlp
 
 
+@lru_cache(maxsize=256)
 def parse(text: str) -> Any:
-    """The parsed ``Doc`` of ``text``."""
+    """The parsed ``Doc`` of ``text``. The last few are remembered: the default gate reads a
+    write's parse and the extractor then reads the same one (shared: callers must not change
+    it)."""
     return pipeline()(text)
 
 

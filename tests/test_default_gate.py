@@ -22,11 +22,9 @@ pytestmark = pytest.mark.anyio
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
 TEST_PART = json.loads((DATA / "gate_default_test.json").read_text())["items"]
-# Issue 13 asks for keep >= 0.97 and drop >= 0.95. Keep is met (0.991 when this was
-# written); drop is not (0.802: world knowledge, one-off requests and the assistant's
-# narration get through), so this floor guards what was reached, not the target
-# (docs/gate-measurement.md).
-KEEP_TARGET, DROP_TARGET = 0.97, 0.78
+# Issue 13's targets on the held-out part (docs/gate-measurement.md: 0.991 / 0.964 when
+# this was written).
+KEEP_TARGET, DROP_TARGET = 0.97, 0.95
 
 
 async def _right(engine, items) -> list[bool]:
@@ -110,16 +108,17 @@ def test_the_shipped_weights_are_what_the_training_script_makes():
     pytest.importorskip("sklearn")
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "train_gate.py"), "--check"],
-        capture_output=True, text=True, check=True, cwd=ROOT, timeout=600,
+        capture_output=True, text=True, check=True, cwd=ROOT, timeout=1200,
     )  # fmt: skip
-    diffs = {
-        line.split(":")[0]: float(line.rsplit(" ", 1)[1])
+    diffs = [
+        float(line.rsplit(" ", 1)[1])
         for line in out.stdout.splitlines()
-        if "max difference" in line
-    }
-    assert set(diffs) == {"weights", "mean", "scale"}, out.stdout
-    assert max(diffs.values()) < 2e-3, out.stdout
-    assert "threshold" in out.stdout
+        if line.startswith("probability: max difference")
+    ]
+    assert len(diffs) == 1 and diffs[0] < 0.01, out.stdout
+    threshold = next(line for line in out.stdout.splitlines() if line.startswith("threshold"))
+    _, trained, _, _, shipped = threshold.split()
+    assert abs(float(trained) - float(shipped)) < 0.01, out.stdout
 
 
 # --- pin ------------------------------------------------------------------------------------
