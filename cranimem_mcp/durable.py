@@ -378,7 +378,7 @@ PARSE_CUES = (
     "future",
     "obligation",
     "passive",
-    "question",
+    "question_form",
     "wh_start",
     "negated",
     "first_person_action",
@@ -437,7 +437,7 @@ def parse_cues(text: str) -> np.ndarray:
     f["obligation"] = float(
         bool(words & {"must", "should", "need"}) or (root.lemma_ in ("need", "have") and xcomp)
     )
-    f["question"] = float(
+    f["question_form"] = float(
         sent.text.strip().endswith("?") or bool(aux and subjects and aux[0].i < subjects[0].i)
     )
     f["wh_start"] = float(sent[0].tag_ in ("WDT", "WP", "WRB"))
