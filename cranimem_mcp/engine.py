@@ -31,16 +31,18 @@ from . import consistency, forgetting, gating, linkage, redaction, replay, retri
 from .config import Settings
 from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache, local_embedder
-from .episodic import EpisodicStore, VersionRetention
+from .episodic import TIERS, EpisodicStore, VersionRetention
 from .errors import ConfigError, InvalidInput, StoreError
 from .extraction import HeuristicExtractor
 from .graph import GraphStore
 from .heuristics import HeuristicTagger
 from .llm import Extractor, Tagger
 from .models import (
+    MAX_PAGE,
     BufferInfo,
     Decision,
     GoalResult,
+    MemoryPage,
     RecallResult,
     RememberResult,
     ScopeStats,
@@ -64,6 +66,7 @@ MAX_CONTENT = 32_000
 MAX_TAGS = 32
 RECALL_FLUSH_SECONDS = 1.0  # recall counts are written in one batch this long after
 PATHS = ("episodic", "graph")
+PREVIEW_CHARS = 500  # of each memory's text in a listing
 
 
 class MemoryEngine:
@@ -679,7 +682,7 @@ class MemoryEngine:
     forget = forgetting.forget
     restore = forgetting.restore
 
-    # --- goals and stats -------------------------------------------------------------------
+    # --- goals, stats, listing -------------------------------------------------------------
 
     async def set_goal(self, goal: str, scope: str = "default") -> GoalResult:
         # A goal is saved in state.json: a credential in it is replaced as in a memory.
@@ -718,6 +721,33 @@ class MemoryEngine:
                 for s in scopes
             ],
             fallbacks=self._fallback_counts(),
+        )
+
+    async def list_memories(
+        self,
+        scope: str = "default",
+        tier: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> MemoryPage:
+        """A page of the scope's memories (one tier, or all), newest in their tier first."""
+        scope = check_scope(scope)
+        if tier is not None and tier not in TIERS:
+            raise InvalidInput(f"tier must be one of {', '.join(TIERS)} (or left out for all)")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput(f"offset must be an integer of at least 0, got {offset!r}")
+        tiers = (tier,) if tier is not None else TIERS
+        total, items = await self.episodic.page(scope, tiers, limit, offset, PREVIEW_CHARS)
+        following = offset + limit
+        return MemoryPage(
+            scope=scope,
+            tier=tier,
+            total=total,
+            offset=offset,
+            items=items,
+            next_offset=following if following < total else None,
         )
 
     def _fallback_counts(self) -> dict[str, int]:

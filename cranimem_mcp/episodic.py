@@ -36,7 +36,7 @@ from .lance import (
     RRFReranker,
     lancedb,
 )
-from .models import MEMORY_ID_RE, SCOPE_RE
+from .models import MEMORY_ID_RE, SCOPE_RE, MemoryEntry
 from .working_set import FIELDS, LIVE, ScopeSet, WorkingSet
 
 logger = logging.getLogger(__name__)
@@ -114,6 +114,25 @@ def scope_filter(scope: str | None, tiers: Iterable[str] | None = None) -> str |
 
 def ids_filter(ids: Sequence[str]) -> str:
     return "id IN (" + ", ".join(_lit(i, MEMORY_ID_RE) for i in ids) + ")"
+
+
+def _entry(row: dict[str, Any], preview: int) -> MemoryEntry:
+    content = row["content"]
+    return MemoryEntry(
+        id=row["id"],
+        scope=row["scope"],
+        tier=row["tier"],
+        content=content[:preview],
+        truncated=len(content) > preview,
+        created_at=row["created_at"],
+        observed_at=row.get("observed_at"),
+        tier_changed_at=row.get("tier_changed_at"),
+        reason=row.get("decision_reason") or row.get("gate_reason"),
+        base_utility=row.get("base_utility"),
+        relevance=row.get("relevance"),
+        replay_score=row.get("replay_score"),
+        pinned=bool(row.get("pinned")),
+    )
 
 
 @dataclass(frozen=True)
@@ -446,6 +465,25 @@ class EpisodicStore:
         rows = await self.rows(where=scope_filter(scope, tiers), vectors=vectors)
         rows.sort(key=lambda r: (r["created_at"], r.get("turn") or 0))
         return rows
+
+    async def page(
+        self, scope: str, tiers: Iterable[str], limit: int, offset: int, preview: int
+    ) -> tuple[int, list[MemoryEntry]]:
+        """One page of a scope's memories in ``tiers``, newest first by when each entered its
+        tier (a just-forgotten memory leads the trash), and how many there are in all.
+        Only the sort keys of the whole scope are read; the page's rows are fetched by id."""
+        keys = await self.rows(
+            where=scope_filter(scope, tiers), columns=["id", "created_at", "tier_changed_at"]
+        )
+        keys.sort(
+            key=lambda r: (r["tier_changed_at"] or r["created_at"], r["created_at"], r["id"]),
+            reverse=True,
+        )
+        chosen = [r["id"] for r in keys[offset : offset + limit]]
+        by_id = {r["id"]: r for r in await self.get(chosen)}
+        # A row moved or deleted between the two reads is left out rather than shown stale.
+        entries = [_entry(by_id[i], preview) for i in chosen if i in by_id]
+        return len(keys), [e for e in entries if e.tier in tiers]
 
     async def trashed_before(self, scope: str, cutoff: datetime) -> list[str]:
         """Ids of the scope's trashed memories that went to the trash before ``cutoff``."""

@@ -15,6 +15,7 @@ SCOPE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 MEMORY_ID_PATTERN = r"^m_[0-9a-f]{20}$"
 SCOPE_RE = re.compile(SCOPE_PATTERN)
 MEMORY_ID_RE = re.compile(MEMORY_ID_PATTERN)
+MAX_PAGE = 100  # memories per list_memories page
 
 Scope = Annotated[str, Field(pattern=SCOPE_PATTERN, description="1-64 chars of [A-Za-z0-9_.:-]")]
 MemoryId = Annotated[str, Field(pattern=MEMORY_ID_PATTERN)]
@@ -211,6 +212,39 @@ class ForgetResult(BaseModel):
 class RestoreResult(BaseModel):
     restored: int
     ids: list[str]
+
+
+class MemoryEntry(BaseModel):
+    """One memory as :meth:`MemoryEngine.list_memories` shows it (no vector)."""
+
+    id: str
+    scope: str
+    tier: Tier
+    content: str = Field(description="The text, cut to its first 500 characters if longer")
+    truncated: bool = Field(False, description="true when `content` was cut")
+    created_at: datetime = Field(description="When it was written")
+    observed_at: datetime | None = Field(None, description="When the event it tells happened")
+    tier_changed_at: datetime | None = Field(
+        None,
+        description="When it entered its tier (trashed, promoted, restored); null if it never "
+        "moved",
+    )
+    reason: str | None = Field(
+        None, description="Why it is in its tier: the gate's, replay's or a request's reason"
+    )
+    base_utility: float | None = Field(None, description="Mean of importance, surprise, emotion")
+    relevance: float | None = Field(None, description="Similarity to the goal when written")
+    replay_score: float | None = Field(None, description="The last consolidation's score")
+    pinned: bool = False
+
+
+class MemoryPage(BaseModel):
+    scope: str
+    tier: Tier | None = Field(None, description="The tier listed; null for every tier")
+    total: int = Field(description="Memories in the scope (and tier) in all")
+    offset: int
+    items: list[MemoryEntry]
+    next_offset: int | None = Field(None, description="Offset of the next page; null at the end")
 
 
 class GoalResult(BaseModel):

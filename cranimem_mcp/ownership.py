@@ -29,7 +29,7 @@ TOKEN_FILE = "owner-token"
 
 
 # Operations safe to repeat after a failure that may have reached the owner.
-READ_ONLY = frozenset({"recall", "stats", "graph_turtle", "ping"})
+READ_ONLY = frozenset({"recall", "stats", "list_memories", "graph_turtle", "ping"})
 
 
 class OwnerGone(StoreError):

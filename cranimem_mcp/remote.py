@@ -29,6 +29,7 @@ from .models import (
     ConsolidationReport,
     ForgetResult,
     GoalResult,
+    MemoryPage,
     RecallResult,
     RememberResult,
     RestoreResult,
@@ -50,6 +51,7 @@ OPERATIONS: dict[str, type[BaseModel] | None] = {
     "restore": RestoreResult,
     "set_goal": GoalResult,
     "stats": Stats,
+    "list_memories": MemoryPage,
     "graph_turtle": None,
     "ping": None,
 }
@@ -202,6 +204,11 @@ class RemoteEngine:
 
     async def stats(self) -> Any:
         return await self._rpc("stats")
+
+    async def list_memories(
+        self, scope: str = "default", tier: str | None = None, limit: int = 20, offset: int = 0
+    ) -> Any:
+        return await self._rpc("list_memories", scope=scope, tier=tier, limit=limit, offset=offset)
 
     async def graph_turtle(self, scope: str) -> Any:
         return await self._rpc("graph_turtle", scope=scope)

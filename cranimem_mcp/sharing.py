@@ -295,6 +295,9 @@ class EngineHandle:
     async def stats(self) -> Any:
         return await self.call("stats")
 
+    async def list_memories(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.call("list_memories", *args, **kwargs)
+
     async def graph_turtle(self, scope: str) -> Any:
         return await self.call("graph_turtle", scope)
 

@@ -29,7 +29,15 @@ async def stats(client) -> dict:
 async def test_tools_are_listed_with_schemas_and_annotations(open_engine):
     async with connected(open_engine) as (client, _engine):
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"remember", "recall", "consolidate", "forget", "restore", "set_goal"}
+        assert set(tools) == {
+            "remember",
+            "recall",
+            "list_memories",
+            "consolidate",
+            "forget",
+            "restore",
+            "set_goal",
+        }
         assert tools["recall"].annotations.read_only_hint is True
         assert tools["forget"].annotations.destructive_hint is True
         assert tools["remember"].output_schema is not None
