@@ -1,0 +1,302 @@
+"""What a client and its model meet: every tool's description, argument descriptions, title
+and hints, and `list_memories`, the way to browse a scope's memories tier by tier (the
+trash's ids are what `restore` needs). Through a real MCP client on real stores; the last
+test goes through a second `serve` process that bridges to the directory's owner."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import server_env
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from cranimem_mcp.errors import InvalidInput
+from cranimem_mcp.models import MemoryPage
+from cranimem_mcp.ownership import read_owner_info
+from cranimem_mcp.remote import rpc_app
+from cranimem_mcp.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+# Writes are kept whatever they say (no noise gate), so a test decides what is stored.
+KEEP_ALL = {"tau_noise": -1.0, "default_gate": False}
+
+# tool -> the hints it must declare (None: not declared; read-only tools need no other)
+HINTS = {
+    "remember": {"read_only_hint": None, "destructive_hint": False, "idempotent_hint": False},
+    "recall": {"read_only_hint": True},
+    "list_memories": {"read_only_hint": True},
+    "consolidate": {"read_only_hint": None, "destructive_hint": True, "idempotent_hint": False},
+    "forget": {"read_only_hint": None, "destructive_hint": True, "idempotent_hint": True},
+    "restore": {"read_only_hint": None, "destructive_hint": False, "idempotent_hint": True},
+    "set_goal": {"read_only_hint": None, "destructive_hint": True, "idempotent_hint": True},
+}
+
+
+@asynccontextmanager
+async def connected(open_engine, **sections):
+    async with open_engine(**sections) as engine:
+        server = build_server(engine.settings, engine=engine)
+        async with Client(server, cache=None) as client:
+            yield client, engine
+
+
+async def call(client: Client, tool: str, **arguments) -> dict:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def listed(client: Client, **arguments) -> dict:
+    return await call(client, "list_memories", **arguments)
+
+
+def unindented(text: str) -> bool:
+    return all(line == line.lstrip() for line in text.splitlines())
+
+
+# --- descriptions, titles, hints -------------------------------------------------------------
+
+
+async def test_every_tool_and_every_argument_has_an_unindented_description(open_engine):
+    async with connected(open_engine) as (client, _engine):
+        tools = (await client.list_tools()).tools
+    assert {t.name for t in tools} == set(HINTS)
+    for tool in tools:
+        assert len(tool.description) > 80, tool.name
+        assert unindented(tool.description), f"{tool.name}: {tool.description!r}"
+        props = tool.input_schema["properties"]
+        # The resolved scope and the Context are filled by the server, never by the model.
+        assert not {"ctx", "in_scope"} & set(props), tool.name
+        for name, schema in props.items():
+            description = (schema.get("description") or "").strip()
+            # At the property's top level, where clients read it (not inside an anyOf branch).
+            assert description, f"{tool.name}.{name} has no description"
+            assert unindented(description), f"{tool.name}.{name}: {description!r}"
+
+
+async def test_every_tool_has_a_title_and_its_hints(open_engine):
+    async with connected(open_engine) as (client, _engine):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name, hints in HINTS.items():
+        tool = tools[name]
+        assert tool.title and tool.annotations.title == tool.title, name
+        assert tool.annotations.open_world_hint is False, name
+        for hint, value in hints.items():
+            assert getattr(tool.annotations, hint) is value, f"{name}.{hint}"
+
+
+async def test_forget_and_set_goal_say_what_the_model_must_know(open_engine):
+    async with connected(open_engine) as (client, _engine):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    forget = tools["forget"]
+    text = forget.description
+    assert "confirm" in text and "`hard=true`" in text and "`all_in_scope=true`" in text
+    assert "whole words" in text and '"I prefer aisle seats"' in text
+    props = forget.input_schema["properties"]
+    assert "confirm with the user" in props["hard"]["description"]
+    assert "confirm with the user" in props["all_in_scope"]["description"]
+    assert "whole words" in props["entity"]["description"]
+    goal = tools["set_goal"].description
+    assert "replaces the scope's current goal" in goal and "keep less" in goal
+    assert 'tier="trash"' in tools["restore"].description
+
+
+# --- list_memories ---------------------------------------------------------------------------
+
+
+async def fill(client: Client) -> dict[str, list[str]]:
+    """Two long-term memories, one trashed (forgotten), two in the buffer: ids per tier."""
+    kept = [
+        (await call(client, "remember", content=text, pin=True))["id"]
+        for text in (
+            "The user is allergic to shellfish.",
+            "The user's sister Ana lives in Lyon.",
+            "The user prefers aisle seats on long flights.",
+        )  # fmt: skip
+    ]
+    report = await call(client, "consolidate")
+    assert report["promoted"] == 3  # pinned: never pruned
+    recent = [
+        (await call(client, "remember", content=text))["id"]
+        for text in ("The user's project Zephyr ships in June.", "The user runs on Tuesdays.")
+    ]
+    forgotten = await call(client, "forget", ids=[kept[1]])
+    assert forgotten["ids"] == [kept[1]]
+    return {"longterm": [kept[0], kept[2]], "trash": [kept[1]], "buffer": recent}
+
+
+async def test_list_memories_shows_each_tier_with_ids_scores_and_dates(open_engine):
+    async with connected(open_engine, gating=KEEP_ALL) as (client, _engine):
+        ids = await fill(client)
+        for tier, expected in ids.items():
+            page = await listed(client, tier=tier)
+            assert page["tier"] == tier and page["scope"] == "default"
+            assert page["total"] == len(expected) and page["next_offset"] is None
+            assert {it["id"] for it in page["items"]} == set(expected)
+            for item in page["items"]:
+                assert item["tier"] == tier and item["content"].startswith("The user")
+                datetime.fromisoformat(item["created_at"])
+                assert isinstance(item["base_utility"], float)
+        trashed = (await listed(client, tier="trash"))["items"][0]
+        assert trashed["reason"] == "forgotten by request"
+        assert datetime.fromisoformat(trashed["tier_changed_at"]) > datetime.fromisoformat(
+            trashed["created_at"]
+        )
+        promoted = (await listed(client, tier="longterm"))["items"]
+        assert all(isinstance(it["replay_score"], float) for it in promoted)
+        assert all(it["pinned"] for it in promoted)
+        # Newest in its tier first: the buffer's last write leads.
+        assert [it["id"] for it in (await listed(client, tier="buffer"))["items"]] == (
+            ids["buffer"][::-1]
+        )
+        # All tiers together, and the listing agrees with the stats resource.
+        everything = await listed(client)
+        assert everything["tier"] is None and everything["total"] == 5
+        assert everything["items"][0]["id"] == ids["trash"][0]  # the last to change tier
+        stats = json.loads((await client.read_resource("cranimem://stats")).contents[0].text)
+        (scope,) = stats["scopes"]
+        assert (scope["buffer_size"], scope["longterm"], scope["trash"]) == (2, 2, 1)
+
+
+async def test_the_trash_listing_gives_the_ids_restore_needs(open_engine):
+    async with connected(open_engine, gating=KEEP_ALL) as (client, _engine):
+        ids = await fill(client)
+        (trashed,) = (await listed(client, tier="trash"))["items"]
+        back = await call(client, "restore", ids=[trashed["id"]])
+        assert back["ids"] == ids["trash"]
+        assert (await listed(client, tier="trash"))["total"] == 0
+        longterm = await listed(client, tier="longterm")
+        assert trashed["id"] in {it["id"] for it in longterm["items"]}
+
+
+async def test_list_memories_pages_without_gaps_or_repeats(open_engine):
+    async with connected(open_engine, gating=KEEP_ALL) as (client, _engine):
+        written = [
+            (await call(client, "remember", content=f"The user's colleague number {i} is Kim{i}."))[
+                "id"
+            ]
+            for i in range(7)
+        ]
+        seen: list[str] = []
+        offset: int | None = 0
+        pages = 0
+        while offset is not None:
+            page = await listed(client, tier="buffer", limit=3, offset=offset)
+            assert page["total"] == 7 and page["offset"] == offset
+            assert len(page["items"]) == (3 if offset < 6 else 1)
+            seen += [it["id"] for it in page["items"]]
+            offset, pages = page["next_offset"], pages + 1
+        assert pages == 3 and seen == written[::-1]
+        beyond = await listed(client, tier="buffer", limit=3, offset=50)
+        assert beyond["items"] == [] and beyond["total"] == 7 and beyond["next_offset"] is None
+        assert (await listed(client, tier="trash"))["items"] == []
+
+
+async def test_list_memories_keeps_to_its_scope_and_cuts_long_texts(open_engine):
+    async with connected(open_engine, gating=KEEP_ALL) as (client, _engine):
+        long = "The user's travel notes: " + "Kyoto in May, temples and gardens. " * 40
+        mine = await call(client, "remember", content=long, scope="trip")
+        await call(client, "remember", content="The user's other scope holds this.", scope="work")
+        page = await listed(client, scope="trip")
+        (item,) = page["items"]
+        assert page["scope"] == "trip" and item["id"] == mine["id"]
+        assert item["truncated"] is True and len(item["content"]) == 500
+        assert long.startswith(item["content"])
+        assert (await listed(client, scope="work"))["items"][0]["truncated"] is False
+        assert (await listed(client))["total"] == 0  # the session's scope is neither
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"tier": "attic"}, "tier"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"offset": -1}, "offset"),
+        ({"scope": "bad scope!"}, "scope"),
+    ],
+)
+async def test_list_memories_rejects_bad_arguments_by_name(open_engine, arguments, named):
+    async with connected(open_engine) as (client, _engine):
+        result = await client.call_tool("list_memories", arguments)
+        assert result.is_error
+        text = result.content[0].text
+        assert named in text and text.strip() != "Error executing tool list_memories"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"tier": "attic"}, "tier must be one of buffer, longterm, trash"),
+        ({"limit": 0}, "limit must be an integer from 1 to 100"),
+        ({"limit": True}, "limit must be an integer"),
+        ({"offset": -1}, "offset must be an integer of at least 0"),
+        ({"scope": "bad scope!"}, "invalid scope"),
+    ],
+)
+async def test_the_engine_checks_list_arguments_itself(open_engine, arguments, message):
+    """Bridged calls reach the engine as JSON over RPC, not through the tool's schema."""
+    async with open_engine() as engine:
+        with pytest.raises(InvalidInput, match=message):
+            await engine.list_memories(**arguments)
+
+
+async def test_the_owners_rpc_serves_list_memories(open_engine):
+    async with open_engine(gating=KEEP_ALL) as engine:
+        stored = await engine.remember("The user's dentist is Dr Okafor.")
+
+        async def get_engine():
+            return engine
+
+        app = rpc_app(get_engine, "t" * 32, 1)
+        transport = httpx.ASGITransport(app=app)
+        headers = {"Authorization": "Bearer " + "t" * 32}
+        async with httpx.AsyncClient(transport=transport, base_url="http://rpc") as http:
+            ok = await http.post("/rpc", headers=headers, json={
+                "method": "list_memories", "params": {"tier": "buffer", "limit": 5}})  # fmt: skip
+            bad = await http.post("/rpc", headers=headers, json={
+                "method": "list_memories", "params": {"limit": 500}})  # fmt: skip
+        page = MemoryPage.model_validate(ok.json()["result"])
+        assert [it.id for it in page.items] == [stored.id] and page.total == 1
+        assert bad.json()["error"]["type"] == "InvalidInput"
+        assert "limit" in bad.json()["error"]["message"]
+
+
+@pytest.mark.slow
+async def test_a_bridged_server_lists_the_owners_trash(tmp_path):
+    home = tmp_path / "data"
+    env = server_env(home, CRANIMEM_MODELS__EMBEDDER="local", CRANIMEM_MODELS__TAGGER="heuristic",
+                     CRANIMEM_MODELS__EXTRACTOR="heuristic", CRANIMEM_GATING__TAU_NOISE="-1.0",
+                     CRANIMEM_GATING__DEFAULT_GATE="false",
+                     CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0")  # fmt: skip
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(home)],
+        env=env,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
+    async with Client(params, cache=None) as owner:
+        first = await call(owner, "remember", content="The user's cat is called Miso.", scope="s")
+        await call(owner, "remember", content="The user's dog is called Udon.", scope="s")
+        await call(owner, "forget", ids=[first["id"]], scope="s")
+        info = read_owner_info(home)
+        assert info is not None
+        async with Client(params, cache=None) as bridge:
+            trash = await listed(bridge, tier="trash", scope="s")
+            assert [it["id"] for it in trash["items"]] == [first["id"]]
+            assert trash["items"][0]["reason"] == "forgotten by request"
+            everything = await listed(bridge, scope="s", limit=1)
+            assert everything["total"] == 2 and everything["next_offset"] == 1
+            bad = await bridge.call_tool("list_memories", {"scope": "s", "limit": 0})
+            assert bad.is_error and "limit" in bad.content[0].text
+            await call(bridge, "restore", ids=[first["id"]], scope="s")
+            assert read_owner_info(home) == info  # the second process bridged all along
+        assert (await listed(owner, tier="trash", scope="s"))["total"] == 0
