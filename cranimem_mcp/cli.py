@@ -1,4 +1,4 @@
-"""The command line: ``cranimem-mcp serve | remember | recall | consolidate | forget |
+"""The command line: ``cranimem-mcp serve | remember | recall | list | consolidate | forget |
 restore | goal | stats | doctor | reembed | demo | eval | bench``. Logging goes to stderr;
 ``serve`` writes nothing to stdout but protocol messages."""
 
@@ -92,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--all-in-scope", action="store_true")
     p.add_argument("--hard", action="store_true")
     p.add_argument("--dry-run", action="store_true")
+
+    p = sub.add_parser("list", help="list a scope's memories by tier (the trash too), paged")
+    _common(p)
+    p.add_argument("--tier", choices=("buffer", "longterm", "trash"), help="default: all")
+    p.add_argument("--scope", default="default")
+    p.add_argument("--limit", type=int, default=20, help="memories per page (1-100)")
+    p.add_argument("--offset", type=int, default=0, help="memories to skip")
 
     p = sub.add_parser("restore", help="bring memories back from the trash")
     _common(p)
@@ -205,6 +212,9 @@ async def _one_shot(args: argparse.Namespace) -> int:
             verb = "would forget" if r.dry_run else "forgot"
             _emit(args, r, f"{verb} {r.forgotten} ({'hard' if r.hard else 'soft'}); "
                   f"facts removed: {r.facts_removed}; ids: {' '.join(r.ids)}")  # fmt: skip
+        elif cmd == "list":
+            r = await engine.list_memories(args.scope, args.tier, args.limit, args.offset)
+            _emit(args, r, _page_text(r))
         elif cmd == "restore":
             r = await engine.restore(args.ids, args.scope)
             _emit(args, r, f"restored {r.restored}: {' '.join(r.ids)}")
@@ -228,6 +238,22 @@ async def _one_shot(args: argparse.Namespace) -> int:
                 )
             _emit(args, r, "\n".join(lines))
     return 0
+
+
+def _page_text(page: Any) -> str:
+    """One line per memory: id, tier, when it entered the tier, the start of its text."""
+    lines = []
+    for m in page.items:
+        text = " ".join(m.content.split())
+        text = text if len(text) <= 70 and not m.truncated else text[:67] + "..."
+        when = m.tier_changed_at or m.created_at
+        lines.append(f"{m.id}  {m.tier:<8}  {when:%Y-%m-%d %H:%M}  {text}")
+    where = f"{page.scope}, {page.tier or 'all tiers'}"
+    if not page.items:
+        return f"no memories at offset {page.offset} ({where}: {page.total} in all)"
+    shown = f"{page.offset + 1}-{page.offset + len(page.items)} of {page.total} ({where})"
+    more = f"; next page: --offset {page.next_offset}" if page.next_offset is not None else ""
+    return "\n".join([*lines, shown + more])
 
 
 async def _doctor(args: argparse.Namespace, settings: Settings) -> int:

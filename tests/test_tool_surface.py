@@ -1,7 +1,8 @@
 """What a client and its model meet: every tool's description, argument descriptions, title
 and hints, and `list_memories`, the way to browse a scope's memories tier by tier (the
 trash's ids are what `restore` needs). Through a real MCP client on real stores; the last
-test goes through a second `serve` process that bridges to the directory's owner."""
+tests go through the command line and a second `serve` process that bridges to the
+directory's owner."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
-from conftest import server_env
+from conftest import make_settings, server_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from cranimem_mcp import cli
+from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput
 from cranimem_mcp.models import MemoryPage
 from cranimem_mcp.ownership import read_owner_info
@@ -300,3 +304,29 @@ async def test_a_bridged_server_lists_the_owners_trash(tmp_path):
             await call(bridge, "restore", ids=[first["id"]], scope="s")
             assert read_owner_info(home) == info  # the second process bridged all along
         assert (await listed(owner, tier="trash", scope="s"))["total"] == 0
+
+
+def test_the_cli_lists_a_tier_page_by_page(tmp_path, monkeypatch, capsys, minilm):
+    home = tmp_path / "data"
+    settings = make_settings(home, gating=KEEP_ALL)
+
+    async def fill_store() -> list[str]:
+        async with MemoryEngine(settings, embedder=minilm, background=False) as engine:
+            ids = [(await engine.remember(f"The user's friend Noor{i} lives in Oslo.")).id
+                   for i in range(3)]  # fmt: skip
+            await engine.forget(ids[:2])
+            return [str(i) for i in ids]
+
+    ids = anyio.run(fill_store)
+    monkeypatch.setenv("CRANIMEM_MODELS__TAGGER", "heuristic")
+    monkeypatch.setenv("CRANIMEM_MODELS__EXTRACTOR", "heuristic")
+    argv = ["list", "--tier", "trash", "--limit", "1", "--data-dir", str(home)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{ids[1]}  trash") and "Noor1 lives in Oslo." in out[0]
+    assert out[1] == "1-1 of 2 (default, trash); next page: --offset 1"
+    assert cli.main([*argv, "--offset", "1", "--json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    assert [it["id"] for it in page["items"]] == [ids[0]] and page["next_offset"] is None
+    assert cli.main([*argv[:-2], "--limit", "0", "--data-dir", str(home)]) == 2
+    assert "limit must be an integer from 1 to 100" in capsys.readouterr().err
