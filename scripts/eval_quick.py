@@ -3,6 +3,9 @@ embedded once for all systems), so design changes can be compared on N questions
 Latencies printed by this script are NOT comparable to a real run.
 
     .venv/bin/python scripts/eval_quick.py N [system ...] [-- key=value settings overrides]
+
+The questions come from ../shared/data/hotpotqa_dev412.jsonl beside the checkout (or the file
+QUICK_DATA names); the rows go to QUICK_ROWS (default: quick.jsonl in the temporary directory).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from cranimem_mcp.config import Settings, load_settings  # noqa: E402
 from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.eval.hotpotqa import EvalConfig, run_eval  # noqa: E402
 from cranimem_mcp.eval.report import markdown_table  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("QUICK_DATA") or ROOT.parent / "shared/data/hotpotqa_dev412.jsonl")
 
 
 class CachedEmbedder:
@@ -74,10 +80,13 @@ async def main() -> None:
         data[section][name] = json.loads(value)
     base = Settings.model_validate(data)
     cfg = EvalConfig(
-        data=Path("../shared/data/hotpotqa_dev412.jsonl"), limit=n, systems=systems,
+        data=DATA, limit=n, systems=systems,
         workdir=Path(tempfile.mkdtemp()),
     )  # fmt: skip
-    out = Path(os.environ.get("QUICK_ROWS", "/tmp/quick.jsonl")).open("w")
+    if not DATA.exists():
+        sys.exit(f"no HotpotQA data at {DATA} (set QUICK_DATA to the file)")
+    rows = os.environ.get("QUICK_ROWS") or Path(tempfile.gettempdir()) / "quick.jsonl"
+    out = Path(rows).open("w")
 
     def on_row(system: str, setting: str, row: dict) -> None:
         out.write(json.dumps({"system": system, "setting": setting, **row}) + "\n")
