@@ -1,6 +1,6 @@
-"""The command line: ``cranimem-mcp serve | remember | recall | list | consolidate | forget |
-restore | goal | stats | doctor | reembed | demo | eval | bench``. Logging goes to stderr;
-``serve`` writes nothing to stdout but protocol messages."""
+"""The command line: ``cranimem-mcp serve | ui | remember | recall | list | consolidate |
+forget | restore | goal | stats | check | export | import | doctor | reembed | demo | eval |
+bench``. Logging goes to stderr; ``serve`` writes nothing to stdout but protocol messages."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import anyio
 from pydantic import BaseModel
 
 from .config import Settings, load_settings
-from .errors import CranimemError
+from .errors import ConfigError, CranimemError
 
 logger = logging.getLogger("cranimem_mcp")
 
@@ -194,8 +194,7 @@ async def _one_shot(args: argparse.Namespace) -> int:
             r = await engine.remember(
                 args.content, args.scope, args.goal, args.source, args.tags, pin=args.pin
             )
-            redacted = f" [redacted: {', '.join(r.redacted)}]" if r.redacted else ""
-            _emit(args, r, f"{r.status} {r.id or '-'}{redacted}: {r.reason}")
+            _emit(args, r, _remember_text(r))
         elif cmd == "recall":
             r = await engine.recall(
                 args.query, args.scope, args.k, args.max_chars, args.paths, args.as_of,
@@ -230,13 +229,7 @@ async def _one_shot(args: argparse.Namespace) -> int:
             return 1 if problems else 0
         elif cmd == "stats":
             r = await engine.stats()
-            lines = [f"data directory: {r.data_dir}", f"models: {r.models}"]
-            for s in r.scopes:
-                lines.append(
-                    f"{s.scope}: buffer {s.buffer_size}/{s.buffer_capacity}, long-term "
-                    f"{s.longterm}, trash {s.trash}, facts {s.facts}, rejected {s.rejected_writes}"
-                )
-            _emit(args, r, "\n".join(lines))
+            _emit(args, r, _stats_text(r))
     return 0
 
 
@@ -294,6 +287,53 @@ async def _reembed(args: argparse.Namespace, settings: Settings) -> None:
     print(f"re-embedded {n} memories: {old} -> {new}" if n or old != new else f"already {new}")
 
 
+def _remember_text(r: Any) -> str:
+    if r.status == "rejected":
+        return f"rejected, not stored: {r.reason}"
+    redacted = f" [redacted: {', '.join(r.redacted)}]" if r.redacted else ""
+    return f"{r.status} {r.id}{redacted}: {r.reason}"
+
+
+def _aligned(pairs: list[tuple[str, str]], indent: str = "") -> list[str]:
+    width = max((len(k) for k, _ in pairs), default=0)
+    return [f"{indent}{k + ':':{width + 1}}  {v}" for k, v in pairs]
+
+
+def _stats_text(r: Any) -> str:
+    """``stats`` for a reader: aligned ``key: value`` lines, one block per scope."""
+    pairs = [("data directory", r.data_dir)]
+    # models holds each role ("embedder") and why it was chosen ("embedder_reason", which
+    # names the choice too); a reason may come without its role ("default_gate_reason").
+    roles = dict.fromkeys(k.removesuffix("_reason") for k in r.models)
+    for role in roles:
+        value = r.models.get(f"{role}_reason") or r.models.get(role, "")
+        pairs.append((role.replace("_", " "), value))
+    if r.fallbacks:
+        pairs.append(("fallbacks", ", ".join(f"{k} {n}" for k, n in r.fallbacks.items())))
+    lines = _aligned(pairs)
+    for s in r.scopes:
+        scope = [
+            ("goal", s.goal),
+            ("buffer", f"{s.buffer_size}/{s.buffer_capacity}"),
+            ("long-term", str(s.longterm)),
+            ("trash", str(s.trash)),
+            ("facts", str(s.facts)),
+            ("rejected writes", str(s.rejected_writes)),
+        ]
+        c = s.last_consolidation
+        if c is not None:
+            when = f" at {c.finished_at:%Y-%m-%d %H:%M:%S}" if c.finished_at else ""
+            scope.append((
+                "last consolidation",
+                f"replayed {c.replayed}: promoted {c.promoted}, pruned {c.pruned}"
+                f" ({c.trigger}{when})",
+            ))  # fmt: skip
+        lines += ["", f"scope {s.scope}", *_aligned(scope, "  ")]
+    if not r.scopes:
+        lines += ["", "no scopes yet"]
+    return "\n".join(lines)
+
+
 def _report_text(r: Any) -> str:
     lines = [
         f"replayed {r.replayed}: promoted {r.promoted}, pruned {r.pruned}, "
@@ -347,17 +387,68 @@ async def _run_server(args: argparse.Namespace, base: Settings, preload: Any) ->
         host = settings.server.host
         host = f"[{host}]" if ":" in host else host
         url = f"http://{host}:{settings.server.port}/ui?token={token}"
-        # The address carries the token: it goes to this terminal only, never to the log.
-        print(f"cranimem inspector: {url}", flush=True)
-        if args.open:
-            import webbrowser
 
-            webbrowser.open(url)
-        await serve_http(settings, mcp)
+        # Another program on the port would accept our probe below: say so, print nothing.
+        _check_port_free(settings.server.host, settings.server.port)
+
+        async def announce() -> None:
+            # Only once the inspector answers: the address is then one to open.
+            await _until_serving(settings.server.host, settings.server.port, token)
+            # The address carries the token: it goes to this terminal only, never to the log.
+            print(f"cranimem inspector: {url}", flush=True)
+            if args.open:
+                import webbrowser
+
+                webbrowser.open(url)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(announce)
+                await serve_http(settings, mcp)
+                tg.cancel_scope.cancel()  # the server stopped: stop waiting for it
+        except BaseExceptionGroup as group:
+            # announce() raises nothing of its own: what failed is the server; surface it as
+            # it was (a SystemExit from uvicorn, a CranimemError), not wrapped in a group.
+            raise group.exceptions[0] from None
     elif settings.server.transport == "http":
         await serve_http(settings, mcp)
     else:
         await mcp.run_stdio_async()
+
+
+def _check_port_free(host: str, port: int) -> None:
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror} (choose another with --port)"
+            ) from exc
+
+
+async def _until_serving(host: str, port: int, token: str) -> None:
+    """Return once the inspector at ``host:port`` answers with the engine open: uvicorn accepts
+    connections first, and the UI answers 503 until the engine's stores are open."""
+    import httpx
+
+    if port == 0:  # an ephemeral port we cannot name: nothing to wait for
+        return
+    # A wildcard address is reached through the loopback of its family.
+    target = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    target = f"[{target}]" if ":" in target else target
+    url = f"http://{target}:{port}/ui/api/stats"
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+        while True:
+            try:
+                if (await http.get(url, timeout=10)).status_code != 503:
+                    return
+            except httpx.TransportError:
+                pass  # not listening yet
+            await anyio.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:

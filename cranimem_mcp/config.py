@@ -160,6 +160,12 @@ class GraphSettings(_Section):
     update_endpoint: str | None = None
 
 
+def ollama_host_from_env() -> str | None:
+    """``OLLAMA_HOST``: the ollama client reads it itself when ``ollama.host`` is unset; it is
+    read here only to tell whether the user pointed us at an Ollama of their choosing."""
+    return os.environ.get("OLLAMA_HOST") or None
+
+
 def default_home() -> Path:
     return Path(platformdirs.user_data_dir("cranimem-mcp", appauthor=False))
 

@@ -52,8 +52,9 @@ async def doctor(settings: Settings, try_calls: int = 0) -> list[Check]:
     backend = backend_for(settings)
     try:
         try:
-            version = await backend.version(timeout=o.probe_timeout_seconds)
-            available = await backend.models(timeout=o.probe_timeout_seconds)
+            # quiet: a failure is this report's own line, not a log warning beside it
+            version = await backend.version(timeout=o.probe_timeout_seconds, quiet=True)
+            available = await backend.models(timeout=o.probe_timeout_seconds, quiet=True)
             checks.append(Check("ok", f"Ollama {version} answers at {backend.host}"))
         except BackendUnavailable as exc:
             available = None

@@ -198,10 +198,15 @@ class OllamaBackend:
         self._down_reason = reason
 
     async def _call(
-        self, what: str, fn: Callable[[], Awaitable[T]], timeout: float | None = None
+        self,
+        what: str,
+        fn: Callable[[], Awaitable[T]],
+        timeout: float | None = None,
+        quiet: bool = False,
     ) -> T:
         """Run one client call under the concurrency limit and the deadline (waiting for a
-        slot included); translate every failure once."""
+        slot included); translate every failure once. ``quiet``: the caller reports a failed
+        connection itself, so it is logged here at INFO, not WARNING."""
         if self.resting:
             raise BackendUnavailable(f"Ollama at {self.host} is resting after: {self._down_reason}")
         limit = self.timeout if timeout is None else timeout
@@ -211,15 +216,15 @@ class OllamaBackend:
                     return await fn()
         except ConnectionError as exc:  # the client's translation of httpx.ConnectError
             reason = f"cannot connect to Ollama at {self.host} (is `ollama serve` running?)"
-            self._failed(reason)
+            self._failed(reason, quiet)
             raise BackendUnavailable(reason) from exc
         except (TimeoutError, httpx.TimeoutException) as exc:
             reason = f"Ollama at {self.host} did not answer {what} within {limit:g} s"
-            self._failed(reason)
+            self._failed(reason, quiet)
             raise BackendUnavailable(reason) from exc
         except httpx.HTTPError as exc:
             reason = f"Ollama at {self.host} failed during {what}: {exc!r}"
-            self._failed(reason)
+            self._failed(reason, quiet)
             raise BackendUnavailable(reason) from exc
         except ollama.ResponseError as exc:
             self.usage.failures += 1
@@ -237,10 +242,11 @@ class OllamaBackend:
                 f"{self.host} answered {what} with something that is not Ollama's API: {exc}"
             ) from exc
 
-    def _failed(self, reason: str) -> None:
+    def _failed(self, reason: str, quiet: bool = False) -> None:
         self.usage.failures += 1
         self._rest(reason)
-        logger.warning("%s; using fallbacks for %g s", reason, self.cooldown)
+        level = logging.INFO if quiet else logging.WARNING
+        logger.log(level, "%s; using fallbacks for %g s", reason, self.cooldown)
 
     async def chat(
         self, model: str, messages: Sequence[dict[str, str]], schema: dict[str, Any]
@@ -279,9 +285,9 @@ class OllamaBackend:
         )
         return list(response.embeddings)
 
-    async def models(self, timeout: float | None = None) -> list[str]:
-        """Names of the pulled models (``/api/tags``)."""
-        response = await self._call("/api/tags", self.client.list, timeout)
+    async def models(self, timeout: float | None = None, quiet: bool = False) -> list[str]:
+        """Names of the pulled models (``/api/tags``); ``quiet`` as in :meth:`_call`."""
+        response = await self._call("/api/tags", self.client.list, timeout, quiet)
         return [m.model for m in response.models if m.model]
 
     async def show(self, model: str, timeout: float | None = None) -> dict[str, Any]:
@@ -289,13 +295,13 @@ class OllamaBackend:
         response = await self._call(f"/api/show {model}", lambda: self.client.show(model), timeout)
         return dict(response.modelinfo or {})
 
-    async def version(self, timeout: float | None = None) -> str:
+    async def version(self, timeout: float | None = None, quiet: bool = False) -> str:
         async def get() -> str:
             # The client has no method for /api/version; its raw request keeps the mapping.
             r = await self.client._request_raw("GET", "/api/version")
             return str(r.json().get("version", "?"))
 
-        return await self._call("/api/version", get, timeout)
+        return await self._call("/api/version", get, timeout, quiet)
 
     async def embedding_dim(self, model: str, timeout: float | None = None) -> int:
         """From ``model_info`` (``<arch>.embedding_length``), else by embedding one text."""

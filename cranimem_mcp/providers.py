@@ -5,6 +5,9 @@
 bounded by ``ollama.probe_timeout_seconds`` so the MCP ``initialize`` is never held longer:
 when it answers and has the configured model, Ollama is used, otherwise the local/heuristic
 fallback. Every choice and its reason is logged and kept in :attr:`Providers.reasons`.
+A probe that finds no Ollama is a warning only when the user asked for Ollama (a role set to
+"ollama", ``ollama.host`` or ``OLLAMA_HOST``); with everything on "auto" it is the normal case
+of a machine without one, logged at INFO (``-v``), and the reasons still say it.
 
 The embedder is special: vector spaces never mix. For a data directory that already records
 an embedder, "auto" keeps that one (an Ollama-filled store with Ollama down is an error, not a
@@ -21,7 +24,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .config import Settings
+from .config import Settings, ollama_host_from_env
 from .embeddings import Embedder, LocalModel
 from .embeddings import local_embedder as embedder_for
 from .errors import BackendUnavailable, ConfigError
@@ -104,11 +107,13 @@ async def select_providers(
     ):
         backend = backend_for(settings)
         try:
-            available = await backend.models(timeout=o.probe_timeout_seconds)
+            # quiet: the one log line about a failed probe is ours, just below
+            available = await backend.models(timeout=o.probe_timeout_seconds, quiet=True)
             logger.info("Ollama at %s answers; models: %s", backend.host, ", ".join(available))
         except BackendUnavailable as exc:
             probe_error = str(exc)
-            logger.warning("Ollama probe failed: %s", exc)
+            asked = ollama_requested(settings, embedder_choice)
+            logger.log(logging.WARNING if asked else logging.INFO, "Ollama probe failed: %s", exc)
     reasons: dict[str, str] = {}
     try:
         chosen = await _embedder(
@@ -144,6 +149,17 @@ async def select_providers(
     for role, reason in providers.reasons.items():
         logger.info("%s: %s", role, reason)
     return providers
+
+
+def ollama_requested(settings: Settings, embedder: str | None = None) -> bool:
+    """Whether the user asked for Ollama rather than leaving it to "auto": a role set to
+    "ollama", or a host of their own (``ollama.host``, ``OLLAMA_HOST``)."""
+    m = settings.models
+    return (
+        "ollama" in (embedder or m.embedder, m.tagger, m.extractor)
+        or settings.ollama.host is not None
+        or ollama_host_from_env() is not None
+    )
 
 
 def _use_ollama(
