@@ -1,6 +1,7 @@
 """A narrated tour of the whole pipeline on a fresh store, with no Ollama needed:
-goal, gated writes (kept and rejected, with reasons), consolidation, a two-hop recall
-answered from the graph, a forget and a restore."""
+goal, gated writes (kept and rejected, with reasons), consolidation (promotions and a prune to
+the trash), a two-hop recall answered from the graph, a forget, and a restore that brings the
+memory back into recall."""
 
 from __future__ import annotations
 
@@ -20,8 +21,12 @@ WRITES = [
     "Hoshino Resorts is based in Karuizawa.",
     "Stock markets fell sharply after the central bank announcement.",
     "I prefer ryokans with private onsen over big chain hotels.",
+    # Kept by the gate (close to the ryokan preference), but vague and adding nothing new:
+    # its replay score stays under tau_consolidation, so replay prunes it to the trash.
+    "A ryokan would be nice.",
     "I am allergic to shellfish, so no seafood restaurants please.",
 ]
+FORGET_QUERY = "What can't I eat?"
 QUESTION = "Where is the company that Kenji works for based?"
 
 
@@ -39,8 +44,11 @@ async def run_demo(settings: Settings, say: Callable[[str], None]) -> None:
         say("(loading the MiniLM embedder on first use takes a few seconds)")
 
         rule("2. Writes go through the gate")
+        written: dict[str, str] = {}
         for text in WRITES:
             r = await engine.remember(text)
+            if r.id is not None:
+                written.setdefault(r.id, text)
             mark = {"stored": "KEEP ", "merged": "MERGE", "rejected": "DROP "}[r.status]
             say(f"{mark} {text}")
             say(f"      {r.reason}")
@@ -59,6 +67,10 @@ async def run_demo(settings: Settings, say: Callable[[str], None]) -> None:
         )
         for d in report.decisions:
             say(f"  {d.decision:8} {d.id}: {d.reason}")
+        for d in report.decisions:
+            if d.decision == "trash":
+                say(f"pruned to the trash (restorable, purged after the retention period): "
+                    f"{written[d.id]!r}")  # fmt: skip
 
         rule("4. Dual-path recall (two hops through the graph)")
         say(f"query: {QUESTION}")
@@ -70,11 +82,16 @@ async def run_demo(settings: Settings, say: Callable[[str], None]) -> None:
         f = await engine.forget(entity="shellfish")
         say(f"forget entity 'shellfish': {f.forgotten} memory to the trash, "
             f"{f.facts_removed} fact retracted")  # fmt: skip
-        after = await engine.recall("What can't I eat?", max_chars=400)
-        say("recall 'What can't I eat?' now:")
+        after = await engine.recall(FORGET_QUERY, max_chars=400)
+        say(f"recall {FORGET_QUERY!r} now:")
         say(after.context)
         r = await engine.restore(f.ids)
         say(f"restored {r.restored}: {' '.join(r.ids)}")
+        back = await engine.recall(FORGET_QUERY, max_chars=400)
+        returned = set(r.ids) <= {it.id for it in back.items}
+        say(f"recall {FORGET_QUERY!r} again: "
+            + ("the memory is back" if returned else "not among the results"))  # fmt: skip
+        say(back.context)
 
         rule("6. Stats")
         stats = await engine.stats()
@@ -84,6 +101,7 @@ async def run_demo(settings: Settings, say: Callable[[str], None]) -> None:
                 f"{s.longterm}, trash {s.trash}, facts {s.facts}, rejected writes "
                 f"{s.rejected_writes}"
             )
-        say(f"models: {stats.models}")
+        roles = ("embedder", "tagger", "extractor")
+        say("models: " + ", ".join(f"{k} {stats.models[k]}" for k in roles if k in stats.models))
     say("")
     say("done. Point an MCP client at `cranimem-mcp serve` to use it for real.")
