@@ -441,13 +441,21 @@ async def _until_serving(host: str, port: int, token: str) -> None:
     target = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
     target = f"[{target}]" if ":" in target else target
     url = f"http://{target}:{port}/ui/api/stats"
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+    # Say why nothing is printed if it takes much longer than an engine's open (~5 s).
+    patience = anyio.current_time() + 60
+    bearer = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(headers=bearer, trust_env=False) as http:  # no proxy: loopback
         while True:
             try:
-                if (await http.get(url, timeout=10)).status_code != 503:
+                answer = await http.get(url, timeout=10)
+                if answer.status_code != 503:
                     return
-            except httpx.TransportError:
-                pass  # not listening yet
+                why = answer.text[:200]
+            except httpx.TransportError as exc:
+                why = f"not listening yet ({exc!r})"
+            if patience and anyio.current_time() > patience:
+                logger.warning("the inspector does not answer yet: %s", why)
+                patience = 0.0
             await anyio.sleep(0.1)
 
 
