@@ -27,12 +27,13 @@ from urllib.parse import parse_qsl, urlencode
 from weakref import WeakKeyDictionary
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import ListRootsResult, ToolAnnotations
-from pydantic import Field
+from mcp_types import ListRootsResult, NotificationParams, ToolAnnotations
+from pydantic import Field, ValidationError
 
+from .arguments import explain
 from .config import Settings
 from .errors import ConfigError, CranimemError, StoreError
 from .models import (
@@ -48,6 +49,7 @@ from .models import (
     RestoreResult,
     Tier,
 )
+from .roots import ask_roots, roots_changed
 from .scopes import scope_for_root
 from .sharing import EmbedderPreload, EngineHandle
 
@@ -91,16 +93,42 @@ def _prose(docstring: str) -> str:
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
 
+class _Server(MCPServer):
+    """``MCPServer`` whose argument errors read as one sentence (:mod:`.arguments`) and which
+    hears ``notifications/roots/list_changed`` (:mod:`.roots`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # MCPServer has no public hook for client notifications; its low-level server does.
+        self._lowlevel_server.add_notification_handler(
+            "notifications/roots/list_changed", NotificationParams, roots_changed
+        )
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(
+                exc.__cause__, ValidationError
+            ):
+                raise
+            # Still caused by the ValidationError: the SDK then logs the field names only.
+            raise ToolError(explain(name, exc.__cause__)) from exc.__cause__
+
+
 def _engine(ctx: Context) -> EngineHandle:
     return ctx.request_context.lifespan_context
 
 
-def _ask_roots(ctx: Context, scope: str | None = None) -> ListRoots | None:
-    """Ask the client for its roots only when the call names no scope and it has some."""
+async def _ask_roots(ctx: Context, scope: str | None = None) -> ListRoots | ListRootsResult | None:
+    """Ask the client for its roots only when the call names no scope and it has some
+    (once per session, bounded: see :mod:`.roots`)."""
     if scope is not None or not _engine(ctx).settings.scopes.from_roots:
         return None
     caps = ctx.client_capabilities
-    return ListRoots() if caps is not None and caps.roots is not None else None
+    return await ask_roots(ctx) if caps is not None and caps.roots is not None else None
 
 
 def _session_scope(
@@ -163,7 +191,7 @@ def build_server(
         async with EngineHandle(settings, require_owner=require_owner, preload=preload) as handle:
             yield handle
 
-    mcp = MCPServer("cranimem", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0")
+    mcp = _Server("cranimem", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0")
     _OPEN[mcp] = current
 
     def tool(title: str, **hints: bool) -> Callable[[F], F]:

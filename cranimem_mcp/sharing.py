@@ -28,12 +28,13 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from .config import Settings
-from .errors import ConfigError, StoreError
+from .errors import ConfigError, CranimemError, StoreError
 from .ownership import (
     READ_ONLY,
     DirectoryLock,
@@ -169,6 +170,31 @@ async def open_local(
         ) as engine,
     ):
         yield engine
+
+
+def _open_error(exc: BaseException, home: Path) -> CranimemError:
+    """What a call reads when the directory cannot be served: the store's own error, taken out
+    of the task group that wraps it (a group would reach the model as a bare crash), else a
+    ``StoreError`` that names the directory and the system's reason (a full disk, a file
+    where the directory should be)."""
+    leaves = _leaves(exc)
+    ours = next((e for e in leaves if isinstance(e, CranimemError)), None)
+    if ours is not None:
+        return ours
+    leaf = leaves[0]
+    if isinstance(leaf, OSError) and leaf.strerror:
+        why = leaf.strerror + (f": {leaf.filename}" if leaf.filename else "")
+    else:
+        why = str(leaf) or type(leaf).__name__
+    error = StoreError(f"cannot open the memory store in {home}: {why}")
+    error.__cause__ = leaf
+    return error
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
 
 
 def _quiet_server_class() -> Any:
@@ -330,10 +356,11 @@ class EngineHandle:
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:
-                logger.error("%s", exc)
-                self._error = exc
+                error = _open_error(exc, self.home)
+                logger.error("%s", error)
+                self._error = error
                 self._ready.set()
-                if isinstance(exc, ConfigError):
+                if isinstance(error, ConfigError):
                     return
                 await anyio.sleep(1.0)
                 self._error = None

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .errors import StoreError
 from .models import ConsolidationReport
@@ -29,6 +29,9 @@ def load_state(path: Path) -> EngineState:
         return EngineState()
     try:
         return EngineState.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:  # one line, not pydantic's dump
+        why = exc.errors(include_url=False)[0]["msg"]
+        raise StoreError(f"cannot read engine state {path}: {why}") from exc
     except (OSError, ValueError) as exc:
         raise StoreError(f"cannot read engine state {path}: {exc}") from exc
 

@@ -1,0 +1,100 @@
+"""The session's MCP roots, which name a call's default scope (:mod:`.scopes`).
+
+On the handshake revisions (2025-*) the server asks the client with ``roots/list`` once per
+connection and keeps the answer until the client sends ``notifications/roots/list_changed``.
+The ask is bounded (:data:`ASK_TIMEOUT`): a client that answers with an error, answers
+garbage or does not answer in time gets the configured scope for its calls, a warning in the
+log, and no second ask until it says its roots changed; a call is never failed or held up
+longer than that by roots. On 2026-07-28 there is no server-to-client request: the SDK's
+``ListRoots`` resolver asks within the call's own round trip (the client answers by retrying
+the call), so there is nothing to wait for on this side.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import ListRoots
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import ListRootsRequest, ListRootsResult, NotificationParams
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+logger = logging.getLogger(__name__)
+
+ASK_TIMEOUT = 2.0  # seconds a call waits for the client's roots before using the default scope
+_STATE_KEY = "cranimem.roots"
+
+
+@dataclass
+class _SessionRoots:
+    """One connection's answer: ``asked`` once it is known (``roots`` None: no usable answer)."""
+
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    asked: bool = False
+    roots: ListRootsResult | None = None
+    generation: int = 0  # bumped by list_changed; an answer to an older question is dropped
+
+
+def _connection_state(session: Any) -> dict[str, Any] | None:
+    # mcp 2.3 hands handlers a per-request ServerSession; the per-connection Connection (whose
+    # ``state`` dict "persists across requests on this connection") is not on the handler's
+    # context yet (the SDK's TODO L54). Without it, roots are asked on every call, bounded.
+    connection = getattr(session, "_connection", None)
+    state = getattr(connection, "state", None)
+    return state if isinstance(state, dict) else None
+
+
+def _session_roots(session: Any) -> _SessionRoots:
+    state = _connection_state(session)
+    if state is None:
+        return _SessionRoots()
+    return state.setdefault(_STATE_KEY, _SessionRoots())
+
+
+async def ask_roots(
+    ctx: Context, timeout: float = ASK_TIMEOUT
+) -> ListRoots | ListRootsResult | None:
+    """The client's roots for this call's scope: the connection's cached answer (asked once,
+    bounded by ``timeout``), or the SDK's ``ListRoots`` marker on 2026-07-28; None when the
+    client did not answer usefully (the caller uses the configured scope)."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return ListRoots()
+    known = _session_roots(ctx.session)
+    async with known.lock:  # concurrent first calls share one ask
+        if not known.asked:
+            generation = known.generation
+            roots = await _ask(ctx, timeout)
+            if generation == known.generation:
+                known.asked, known.roots = True, roots
+            return roots
+        return known.roots
+
+
+async def _ask(ctx: Context, timeout: float) -> ListRootsResult | None:
+    try:
+        return await ctx.session.send_request(
+            ListRootsRequest(),
+            ListRootsResult,
+            request_read_timeout_seconds=timeout,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+        )
+    except MCPError as exc:  # an error answer, a timeout, or no channel to ask on
+        why = exc.message
+    except ValidationError:
+        why = "the answer is not a roots/list result"
+    logger.warning("roots/list failed (%s): calls without a scope use the configured scope", why)
+    return None
+
+
+async def roots_changed(ctx: Any, _params: NotificationParams) -> None:
+    """``notifications/roots/list_changed``: the next call asks again."""
+    known = _session_roots(ctx.session)
+    known.generation += 1
+    known.asked, known.roots = False, None
+    logger.info("the client's roots changed: asking again on the next call")
