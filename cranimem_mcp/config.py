@@ -26,6 +26,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from .errors import ConfigError
 
+MIN_TOKEN_LENGTH = 16  # characters of CRANIMEM_TOKEN
+
 DEFAULT_GOAL = (
     "Remember durable facts about the user: their life, preferences, constraints, plans, "
     "work, projects, and the people, places and tools involved."
@@ -178,7 +180,8 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(default_factory=default_home)
-    token: str | None = Field(None, min_length=16, repr=False)
+    # The HTTP bearer token: long enough not to be guessed; unset, one is generated.
+    token: str | None = Field(None, min_length=MIN_TOKEN_LENGTH, repr=False)
     gating: GatingSettings = GatingSettings()
     episodic: EpisodicSettings = EpisodicSettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()
@@ -239,6 +242,23 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(f"invalid configuration: {exc}") from exc
+        raise ConfigError(_one_line(exc)) from exc
     finally:
         _TomlSource.path = None
+
+
+def _one_line(exc: ValidationError) -> str:
+    """The configuration's problems in one line, each named by its setting and environment
+    variable; never a value (the token is a secret)."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = [str(part) for part in error["loc"]]
+        if loc == ["token"] and error["type"] == "string_too_short":
+            problems.append(
+                f"CRANIMEM_TOKEN must be at least {MIN_TOKEN_LENGTH} characters long (it has "
+                f"{len(error['input'])}); unset it to have one generated"
+            )
+            continue
+        env = "CRANIMEM_" + "__".join(loc).upper()
+        problems.append(f"{'.'.join(loc)} ({env}): {error['msg']}")
+    return "invalid configuration: " + "; ".join(problems)

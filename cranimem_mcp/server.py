@@ -12,18 +12,12 @@ reads the reason.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import inspect
 import ipaddress
 import logging
-import os
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
-from urllib.parse import parse_qsl, urlencode
 from weakref import WeakKeyDictionary
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -36,6 +30,7 @@ from pydantic import Field, ValidationError
 from .arguments import explain
 from .config import Settings
 from .errors import ConfigError, CranimemError, StoreError
+from .http_auth import BearerAuth, resolve_token
 from .models import (
     MAX_PAGE,
     MEMORY_ID_PATTERN,
@@ -519,82 +514,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def resolve_token(settings: Settings) -> tuple[str, Path | None]:
-    """``CRANIMEM_TOKEN`` (settings.token) or a token generated once into a 0600 file."""
-    if settings.token:
-        return settings.token, None
-    path = settings.home / "http-token"
-    if path.exists():
-        return path.read_text(encoding="utf-8").strip(), path
-    settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(token + "\n")
-    return token, path
-
-
-class BearerAuth:
-    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``
-    (compared in constant time); anything else is answered 401.
-
-    The inspector under ``/ui`` also accepts its cookie, since a browser cannot send a header
-    on navigation: ``/ui?token=<token>`` answers with an HttpOnly, SameSite=Strict cookie and
-    a redirect to the same address without the token. The cookie holds an HMAC of the token,
-    not the token, and it opens ``/ui`` only; ``/mcp`` stays bearer-only."""
-
-    COOKIE = "cranimem_ui"
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self._token = token.encode("utf-8")
-        self._cookie = hmac.new(self._token, b"cranimem-ui-cookie", hashlib.sha256).hexdigest()
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        header, cookies = b"", b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                header = value
-            elif name == b"cookie":
-                cookies = value
-        scheme, _, given = header.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token):
-            return await self.app(scope, receive, send)
-        path = scope.get("path", "")
-        if path == "/ui" or path.startswith("/ui/"):
-            if self._has_cookie(cookies):
-                return await self.app(scope, receive, send)
-            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
-            given_q = [v for k, v in query if k == "token"]
-            if given_q and hmac.compare_digest(given_q[0].encode("utf-8"), self._token):
-                rest = urlencode([(k, v) for k, v in query if k != "token"])
-                return await self._respond(send, 303, b"", [
-                    (b"location", (path + ("?" + rest if rest else "")).encode("latin-1")),
-                    (b"set-cookie", f"{self.COOKIE}={self._cookie}; Path=/ui; HttpOnly; "
-                                    "SameSite=Strict".encode()),
-                    (b"cache-control", b"no-store"),
-                    (b"referrer-policy", b"no-referrer"),
-                ])  # fmt: skip
-        body = b'{"error": "unauthorized: a bearer token is required"}'
-        await self._respond(send, 401, body, [
-            (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")])  # fmt: skip
-
-    def _has_cookie(self, header: bytes) -> bool:
-        for part in header.decode("latin-1").split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == self.COOKIE and hmac.compare_digest(value.encode(), self._cookie.encode()):
-                return True
-        return False
-
-    @staticmethod
-    async def _respond(send: Any, status: int, body: bytes, headers: list) -> None:
-        headers = [*headers, (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
 
 
 def http_app(settings: Settings, mcp: MCPServer, token: str) -> Any:
