@@ -108,9 +108,11 @@ class BearerAuth:
             return MISSING
         scheme, _, given = header.strip().partition(b" ")
         given = given.strip()
-        if scheme.lower() != b"bearer" or not given or b" " in given:
+        if scheme.lower() != b"bearer" or not given:
             return MALFORMED
-        return None if hmac.compare_digest(given, self._token) else INVALID
+        if hmac.compare_digest(given, self._token):
+            return None
+        return MALFORMED if b" " in given else INVALID  # token68 (RFC 6750) has no spaces
 
     async def _deny(self, send: Any, problem: tuple[str, str]) -> None:
         code, sentence = problem

@@ -15,6 +15,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from cranimem_mcp.config import load_settings
+from cranimem_mcp.errors import ConfigError
 from cranimem_mcp.server import resolve_token
 
 pytestmark = pytest.mark.anyio
@@ -68,11 +69,26 @@ def http_server(tmp_path):
 async def test_http_requires_the_bearer_token(http_server):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     async with httpx.AsyncClient() as http:
-        assert (await http.post(http_server, json=body)).status_code == 401
-        wrong = {"Authorization": "Bearer " + "y" * len(TOKEN)}
-        assert (await http.post(http_server, json=body, headers=wrong)).status_code == 401
-        basic = {"Authorization": "Basic " + TOKEN}
-        assert (await http.post(http_server, json=body, headers=basic)).status_code == 401
+
+        async def denied(headers: dict[str, str]) -> tuple[str, str, str]:
+            response = await http.post(http_server, json=body, headers=headers)
+            assert response.status_code == 401
+            data = response.json()
+            assert TOKEN not in response.text
+            return data["error"], data["error_description"], response.headers["www-authenticate"]
+
+        code, why, challenge = await denied({})
+        assert code == "missing_token" and why.startswith("missing bearer token")
+        assert "Authorization: Bearer <token>" in why and "CRANIMEM_TOKEN" in why
+        assert challenge == 'Bearer realm="cranimem"'  # RFC 6750: no error code without one
+        for malformed in ("Basic " + TOKEN, "Bearer", TOKEN, f"Bearer {TOKEN} x"):
+            code, why, challenge = await denied({"Authorization": malformed})
+            assert code == "invalid_request", malformed
+            assert why == "malformed Authorization header: expected 'Bearer <token>'"
+            assert 'error="invalid_request"' in challenge
+        code, why, challenge = await denied({"Authorization": "Bearer " + "y" * len(TOKEN)})
+        assert code == "invalid_token" and why.startswith("invalid bearer token")
+        assert 'error="invalid_token"' in challenge
         rebinding = {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example:80",
                      "Content-Type": "application/json", "Accept": "application/json"}  # fmt: skip
         response = await http.post(http_server, json=body, headers=rebinding)
@@ -111,6 +127,41 @@ def test_non_loopback_bind_needs_allow_remote(tmp_path):
     )
     assert proc.returncode == 2
     assert b"--allow-remote" in proc.stderr
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_short_token_stops_the_server_at_start_with_one_line(tmp_path, transport):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cranimem_mcp.cli",
+            "serve",
+            "--transport",
+            transport,
+            "--port",
+            str(free_port()),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ],  # fmt: skip
+        env=server_env(tmp_path / "d", CRANIMEM_TOKEN="x" * 15),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode() == (
+        "error: invalid configuration: CRANIMEM_TOKEN must be at least 16 characters long "
+        "(it has 15); unset it to have one generated\n"
+    )
+    assert not (tmp_path / "d").exists()  # stopped before touching anything
+
+
+def test_a_short_generated_token_file_is_refused(tmp_path):
+    settings = load_settings(home=tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "http-token").write_text("short\n")
+    with pytest.raises(ConfigError, match="at least 16 characters long \\(it has 5\\)"):
+        resolve_token(settings)
 
 
 def test_generated_token_is_kept_in_a_private_file(tmp_path):
