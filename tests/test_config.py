@@ -68,3 +68,15 @@ def test_the_old_name_torch_threads_still_sets_the_embedder_threads(monkeypatch,
     monkeypatch.setenv("CRANIMEM_MODELS__THREADS", "4")
     monkeypatch.delenv("CRANIMEM_MODELS__TORCH_THREADS")
     assert load_settings(home=tmp_path).models.threads == 4
+
+
+def test_a_bad_setting_is_one_line_naming_its_variable_and_never_the_token(monkeypatch, tmp_path):
+    monkeypatch.setenv("CRANIMEM_SERVER__PORT", "eighty")
+    monkeypatch.setenv("CRANIMEM_TOKEN", "s3cret-short")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(home=tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message and "pydantic" not in message
+    assert "server.port (CRANIMEM_SERVER__PORT): Input should be a valid integer" in message
+    assert "CRANIMEM_TOKEN must be at least 16 characters long (it has 12)" in message
+    assert "s3cret" not in message
