@@ -61,6 +61,11 @@ def assert_clean(text: str) -> None:
          "Invalid argument for recall: `paths` must have at least 1 item (got 0)."),
         ("forget", {"ids": ["m_" + "0" * 20] * 1001},
          "Invalid argument for forget: `ids` must have at most 1000 items (got 1001)."),
+        ("list_memories", {"tier": "bin"},
+         "Invalid argument for list_memories: `tier` must be 'buffer', 'longterm' or 'trash' "
+         '(got "bin").'),
+        ("list_memories", {"limit": 101},
+         "Invalid argument for list_memories: `limit` must be at most 100 (got 101)."),
         ("recall", {"query": "", "k": 99},
          "Invalid arguments for recall: `query` must be at least 1 character long (got 0); "
          "`k` must be at most 50 (got 99)."),
