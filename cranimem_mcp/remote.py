@@ -174,8 +174,18 @@ class RemoteEngine:
             all_scopes=all_scopes,
         )
 
-    async def consolidate(self, scope: str | None = None, dry_run: bool = False) -> Any:
-        return await self._rpc("consolidate", scope=scope, dry_run=dry_run)
+    async def consolidate(
+        self,
+        scope: str | None = None,
+        dry_run: bool = False,
+        progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+    ) -> Any:
+        """The owner runs it; its steps do not cross the RPC, so ``progress`` hears one step,
+        when the owner's report arrives."""
+        report = await self._rpc("consolidate", scope=scope, dry_run=dry_run)
+        if progress is not None:
+            await progress(1, 1, "done by the process that owns the data directory")
+        return report
 
     async def forget(
         self,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,29 @@ logger = logging.getLogger(__name__)
 
 # Facts embedded ahead per consolidation run and scope (the engine's cache keeps 4,096).
 FACTS_EMBEDDED_PER_RUN = 1024
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+"""Told after each step of a run: (steps done, steps in all, what the step did). The MCP
+layer passes one that sends ``notifications/progress``; the engine knows nothing of MCP."""
+
+# Steps of a run: per scope, claim, score and link (dry run: claim and score); then, when
+# applied, prune and purge; then the summary. The total is known before the first step.
+_SCOPE_STEPS = 3
+_DRY_SCOPE_STEPS = 2
+
+
+class Steps:
+    """A run's progress: counts the steps done against a total fixed at the start and tells
+    ``progress`` after each one, so what a client sees only grows and ends at the total."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+
+    async def step(self, message: str, count: int = 1) -> None:
+        """``count`` steps are done (more than one when a phase has nothing to do)."""
+        self.done = min(self.total, self.done + count)
+        if self.progress is not None:
+            await self.progress(self.done, self.total, message)
 
 
 async def replay(
@@ -127,8 +151,10 @@ async def consolidate(
     scope: str | None = None,
     dry_run: bool = False,
     trigger: str = "on_demand",
+    progress: Progress | None = None,
 ) -> ConsolidationReport:
-    """Replay every buffer item of ``scope`` (or of all scopes): promote or trash."""
+    """Replay every buffer item of ``scope`` (or of all scopes): promote or trash. Each step
+    done is told to ``progress`` (see :class:`Steps`), outside the scope locks."""
     started = time.perf_counter()
     if scope is not None:
         check_scope(scope)
@@ -137,61 +163,77 @@ async def consolidate(
         census = await engine.episodic.census()
         scopes = sorted({s for s, _t in census} | set(engine._writes_since))
     report = ConsolidationReport(scope=scope, dry_run=dry_run, trigger=trigger)
+    per_scope = _DRY_SCOPE_STEPS if dry_run else _SCOPE_STEPS
+    steps = Steps(progress, len(scopes) * per_scope + (0 if dry_run else 2) + 1)
     await engine._flush_recalled(None if scope is None else [scope])
     budget = engine.settings.ollama.max_calls_per_consolidation
     async with engine._consolidation_lock:
         with metered(budget) as meter:
             for s in scopes:
-                await _consolidate_scope(engine, s, dry_run, report)
+                await _consolidate_scope(engine, s, dry_run, report, steps)
         report.llm_calls = meter.calls
         report.llm_prompt_tokens = meter.prompt_tokens
         report.llm_completion_tokens = meter.completion_tokens
         report.llm_fallbacks = meter.fallbacks
         if not dry_run:
+            pruned = report.pruned
             for s in scopes:
                 await _prune_longterm(engine, s, report)
+            await steps.step(f"pruned {report.pruned - pruned} long-term memories past the bound")
             report.purged += await _purge_expired_trash(engine, scopes)
             # In proportion to what changed (EpisodicStore.maintenance_due), not every run.
             await engine.episodic.maintain(force=trigger == "on_demand")
+            await steps.step(f"purged {report.purged} expired trash items")
     report.took_ms = round((time.perf_counter() - started) * 1000, 2)
     report.finished_at = now()
     if not dry_run:
         for s in scopes:
             engine.state.reports[s] = report
         await engine._save_state()
+    await steps.step(
+        f"done: replayed {report.replayed}, promoted {report.promoted}, pruned {report.pruned}"
+    )
     return report
 
 
 async def _consolidate_scope(
-    engine: MemoryEngine, scope: str, dry_run: bool, report: ConsolidationReport
+    engine: MemoryEngine, scope: str, dry_run: bool, report: ConsolidationReport, steps: Steps
 ) -> None:
     # Only what earlier runs queued is re-extracted: a fallback of this run waits for the
     # next one, so a model that just failed is not asked again at once.
     queued = list(engine.state.reextract.get(scope, []))
     if not dry_run:
         await _retag(engine, scope, report)
-    await _replay_scope(engine, scope, dry_run, report)
+    await _replay_scope(engine, scope, dry_run, report, steps)
     if not dry_run and queued:
         await _reextract(engine, scope, queued, report)
 
 
 async def _replay_scope(
-    engine: MemoryEngine, scope: str, dry_run: bool, report: ConsolidationReport
+    engine: MemoryEngine, scope: str, dry_run: bool, report: ConsolidationReport, steps: Steps
 ) -> None:
     async with engine._lock(scope):
         rows = await engine.episodic.scope_rows(scope, ("buffer",), vectors=True)
         if not dry_run:
             engine._writes_since[scope] = 0
             engine._last_consolidation[scope] = time.monotonic()
+    left = _DRY_SCOPE_STEPS if dry_run else _SCOPE_STEPS
     if not rows:
+        await steps.step(f"{scope}: nothing in the buffer to replay", count=left)
         return
+    await steps.step(f"{scope}: {len(rows)} buffer items to replay")
     decisions = await _decide(engine, scope, rows, rows)
     report.replayed += len(rows)
     report.decisions += decisions
+    promote = sum(d.decision == "promote" for d in decisions)
+    await steps.step(
+        f"{scope}: scored {len(rows)}: {promote} to promote, {len(rows) - promote} to trash"
+    )
     if dry_run:
-        report.promoted += sum(d.decision == "promote" for d in decisions)
-        report.pruned += sum(d.decision == "trash" for d in decisions)
+        report.promoted += promote
+        report.pruned += len(rows) - promote
         return
+    added = report.triples_added
     ids = {r["id"] for r in rows}
     engine._claimed |= ids
     linked: list[str] = []
@@ -217,6 +259,10 @@ async def _replay_scope(
             )
     finally:
         engine._claimed -= ids
+    await steps.step(
+        f"{scope}: linked {len(linked)} memories into the graph "
+        f"({report.triples_added - added} facts added)"
+    )
     await embed_new_facts(engine, scope, linked)
 
 

@@ -381,7 +381,12 @@ def build_server(
         linked into the knowledge graph, low-utility ones go to the trash, and trash older
         than the retention period (30 days by default) is erased for good. `dry_run` shows
         the decisions without applying them. Rarely needed by the model."""
-        return await _call(_engine(ctx).consolidate(scope, dry_run))
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            # A no-op unless the client asked for progress (a progressToken in the call).
+            await ctx.report_progress(done, total, message)
+
+        return await _call(_engine(ctx).consolidate(scope, dry_run, progress=progress))
 
     @tool("Forget", destructive_hint=True, idempotent_hint=True)
     async def forget(
