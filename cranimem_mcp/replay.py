@@ -221,7 +221,7 @@ async def _replay_scope(
     if not rows:
         await steps.step(f"{scope}: nothing in the buffer to replay", count=left)
         return
-    await steps.step(f"{scope}: {len(rows)} buffer items to replay")
+    await steps.step(f"{scope}: {len(rows)} in the buffer to replay")
     decisions = await _decide(engine, scope, rows, rows)
     report.replayed += len(rows)
     report.decisions += decisions

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -78,3 +81,34 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+TOKEN = "test-token-" + "x" * 24  # the bearer token of the `http_server` fixture
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    """`cranimem-mcp serve --transport http` in a subprocess on ``tmp_path / "data"``, with
+    bearer token :data:`TOKEN`; yields its /mcp URL once it answers. Checks at the end that
+    nothing but protocol (here: nothing) went to stdout."""
+    port = free_port()
+    proc = subprocess.Popen(
+        http_server_cmd(tmp_path / "data", port),
+        env=server_env(tmp_path / "data", CRANIMEM_TOKEN=TOKEN),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1)
+            break
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read().decode()) from None
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    out, _err = proc.communicate(timeout=30)
+    assert out == b""

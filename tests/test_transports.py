@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import httpx
 import httpx2
 import pytest
-from conftest import free_port, http_server_cmd, server_env
+from conftest import TOKEN, free_port, server_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -19,7 +18,6 @@ from cranimem_mcp.errors import ConfigError
 from cranimem_mcp.server import resolve_token
 
 pytestmark = pytest.mark.anyio
-TOKEN = "test-token-" + "x" * 24
 
 
 async def test_stdio_server_in_a_subprocess(tmp_path):
@@ -39,31 +37,6 @@ async def test_stdio_server_in_a_subprocess(tmp_path):
     async with Client(params, cache=None) as client:
         recalled = await client.call_tool("recall", {"query": "What must I avoid eating?"})
         assert recalled.structured_content["items"][0]["id"] == stored.structured_content["id"]
-
-
-@pytest.fixture
-def http_server(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen(
-        http_server_cmd(tmp_path / "data", port),
-        env=server_env(tmp_path / "data", CRANIMEM_TOKEN=TOKEN),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None:
-                raise AssertionError(proc.stderr.read().decode()) from None
-            time.sleep(0.2)
-    yield url
-    proc.terminate()
-    out, _err = proc.communicate(timeout=30)
-    assert out == b""  # nothing but protocol (here: nothing) on stdout
 
 
 async def test_http_requires_the_bearer_token(http_server):
