@@ -27,6 +27,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from test_roots import ALPHA, Roots
 from test_server import connected
+from test_sharing import serve_params
 
 from cranimem_mcp.scopes import scope_for_root
 
@@ -222,3 +223,17 @@ async def test_a_dry_run_over_every_scope_reports_each_scope_then_done(open_engi
         (4, 5, "b: nothing in the buffer to replay"),
         (5, 5, "done: replayed 1, promoted 1, pruned 0"),
     ]
+
+
+async def test_a_bridged_server_reports_one_step_when_the_owner_answers(tmp_path):
+    """The second server on a data directory bridges to the first: the owner's steps do not
+    cross the bridge, so its client hears one notification, the total, with the report."""
+    home = tmp_path / "data"
+    async with Client(serve_params(home), cache=None) as owner:
+        await tool(owner, "remember", content="I am allergic to shellfish.", scope="s")
+        async with Client(serve_params(home), cache=None, mode="auto") as bridge:
+            assert bridge.protocol_version == MODERN
+            heard = Heard()
+            result = await bridge.call_tool("consolidate", {"scope": "s"}, progress_callback=heard)
+            assert result.structured_content["replayed"] == 1
+    assert heard.steps == [(1, 1, "done by the process that owns the data directory")]
