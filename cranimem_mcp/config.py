@@ -47,11 +47,12 @@ class GatingSettings(_Section):
     default_goal: str = Field(DEFAULT_GOAL, min_length=1, max_length=2000)
     # A scope whose goal is the default one goes through the default gate (durable.py): a
     # classifier's probability that the write is durable, against this threshold (None: the
-    # trained one, in cranimem_mcp/data/default_gate.json). An LLM tagger looks again at
-    # writes up to durable_band below it (0: never).
+    # trained one, in cranimem_mcp/data/default_gate.json). An LLM tagger may look again at
+    # writes up to durable_band below it; 0 (the default): never, as the test model kept
+    # more noise there than durable writes (docs/gate-measurement.md).
     default_gate: bool = True
     tau_durable: float | None = Field(None, ge=0.0, le=1.0)
-    durable_band: float = Field(0.2, ge=0.0, le=1.0)
+    durable_band: float = Field(0.0, ge=0.0, le=1.0)
     # Credentials in a write: "redact" stores it with each one replaced by a labelled
     # placeholder, "reject" refuses the write. Never stored verbatim either way.
     secrets: Literal["redact", "reject"] = "redact"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cranimem_mcp.config import GatingSettings
 from cranimem_mcp.durable import Durability
 from cranimem_mcp.gating import gate
 from cranimem_mcp.models import Judgement
@@ -201,6 +202,14 @@ async def test_a_model_may_keep_a_near_miss_but_never_rejects_a_keep():
     assert not (await _decide(0.2, yes)).keep and yes.calls == 1  # below the band: not asked
     assert (await _decide(0.6, no)).keep and no.calls == 0  # a keep is never put to the model
     assert not (await _decide(0.4, no)).keep
+
+
+async def test_by_default_a_model_is_not_asked_about_the_default_gates_near_misses():
+    """Measured: in the band the test model kept more noise than durable writes
+    (docs/gate-measurement.md), so the shipped band is empty."""
+    judge = _Judge(True, "ollama:test")
+    decision = await _decide(0.45, judge, band=GatingSettings().durable_band)
+    assert not decision.keep and judge.calls == 0
 
 
 async def test_the_models_fallback_does_not_decide_in_the_band():
