@@ -78,7 +78,9 @@ async def client_run(client: Client, name: str, n_ops: int, ledger: Ledger, seed
         roll = rng.random()
         if roll < 0.45:
             text = f"{name} noted fact {i}: Project Falcon{seed}x{i} ships from Berlin."
-            r = await call("remember", {"content": text, "scope": scope})
+            # Pinned: the default gate may judge a bare project fact not durable, and this
+            # test counts acknowledged writes, not the gate's judgement.
+            r = await call("remember", {"content": text, "scope": scope, "pin": True})
             if r is not None:
                 if r["status"] != "stored" or r["id"] in ledger.unique:
                     ledger.errors.append(f"{name} remember: {r['status']} {r['id']}")
