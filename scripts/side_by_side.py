@@ -48,6 +48,7 @@ import glob
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -155,6 +156,8 @@ class Peer:
     store: Callable[[str, int], tuple[str, dict[str, Any]]]
     search: Callable[[str], tuple[str, dict[str, Any]]]
     note: str = ""
+    refused: Callable[[str], bool] = field(default=lambda text: False)  # a store not kept
+    no_hits: Callable[[str], bool] = field(default=lambda text: False)  # a search found none
     check: Callable[[], str | None] = field(default=lambda: None)  # why it cannot run
 
 
@@ -175,8 +178,8 @@ def cranimem() -> Peer:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
         env.update(HF_HUB_OFFLINE="1", LANCE_LOG="error", CRANIMEM_HOME=str(home),
                    PYTHONPATH=str(REPO),  # this checkout's code, whatever the venv installed
-                   CRANIMEM_MODELS__TAGGER="heuristic",
-                   CRANIMEM_MODELS__EXTRACTOR="heuristic")  # fmt: skip
+                   CRANIMEM_MODELS__TAGGER="heuristic", CRANIMEM_MODELS__EXTRACTOR="heuristic",
+                   CRANIMEM_MODELS__EMBEDDER="local")  # fmt: skip
         return StdioServerParameters(
             command=str(exe), args=["serve", "--data-dir", str(home)], env=env, cwd=str(home)
         )
@@ -190,6 +193,8 @@ def cranimem() -> Peer:
         store=lambda text, i: ("remember", {"content": text}),
         search=lambda q: ("recall", {"query": q, "k": 10}),
         note="heuristic tagger/extractor, onnxruntime MiniLM",
+        refused=lambda text: '"status": "rejected"' in text,
+        no_hits=lambda text: re.search(r"\[[\w-]+ m_[0-9a-f]+ ", text) is None,
     )
 
 
@@ -208,7 +213,10 @@ def _mms_model(explicit: str | None) -> str | None:
     return None
 
 
-def mms(model_dir: str | None) -> Peer:
+def mms(model_dir: str | None, no_dedup: bool = False) -> Peer:
+    """Its `memory_store` refuses a fact semantically close to one it holds (counted as not
+    kept); ``no_dedup`` passes a `conversation_id`, which its docs say skips that check."""
+    extra = {"conversation_id": "side-by-side"} if no_dedup else {}
     site = _mms_site()
     exe = PEERS / "mms-venv" / "bin" / "memory"
     model = _mms_model(model_dir)
@@ -240,9 +248,11 @@ def mms(model_dir: str | None) -> Peer:
         name="mcp-memory-service",
         version=_dist_version(site, "mcp-memory-service"),
         params=params,
-        store=lambda text, i: ("store_memory", {"content": text}),
-        search=lambda q: ("retrieve_memory", {"query": q, "n_results": 10}),
-        note=f"sqlite-vec, MiniLM from {model}, offline" if model else "",
+        store=lambda text, i: ("memory_store", {"content": text, **extra}),
+        search=lambda q: ("memory_search", {"query": q, "limit": 10}),
+        note=f"sqlite-vec, MiniLM from {model}, offline"
+        + (", conversation_id set (no semantic dedup)" if no_dedup else ""),
+        refused=lambda text: "Duplicate content" in text or "Not stored" in text,
         check=check,
     )
 
@@ -272,6 +282,7 @@ def server_memory() -> Peer:
         ),
         search=lambda q: ("search_nodes", {"query": q}),
         note="one create_entities per fact; search_nodes is a substring match, no k",
+        no_hits=lambda text: '"entities": []' in text,
         check=lambda: None if (pkg / "dist" / "index.js").exists() else f"not installed ({pkg})",
     )
 
@@ -294,13 +305,19 @@ async def measure(peer: Peer, n: int, extra: int, queries: int, log: Callable) -
     out: dict[str, Any] = {"server": peer.name, "version": peer.version, "n": n,
                            "load_before": loadavg()}  # fmt: skip
 
+    answers: dict[str, list[str]] = {}  # tool -> the text of each answer
+
     async def call(session: ClientSession, name: str, args: dict) -> float:
         t0 = time.perf_counter()
         result = await session.call_tool(name, args, read_timeout_seconds=600)
         dt = time.perf_counter() - t0
-        if getattr(result, "isError", False) or getattr(result, "is_error", False):
-            text = " ".join(getattr(c, "text", "") for c in getattr(result, "content", []))
+        text = " ".join(getattr(c, "text", "") for c in getattr(result, "content", []))
+        failed = getattr(result, "isError", False) or getattr(result, "is_error", False)
+        if failed and not peer.refused(text):  # a refusal (a duplicate) is an answer
             raise RuntimeError(f"{name} failed: {text[:300]}")
+        if name not in tools:
+            raise RuntimeError(f"{name} is not one of the server's tools: {sorted(tools)}")
+        answers.setdefault(name, []).append(text)
         return dt
 
     with tempfile.TemporaryDirectory(prefix=f"sbs-{peer.name}-") as tmp:
@@ -314,8 +331,8 @@ async def measure(peer: Peer, n: int, extra: int, queries: int, log: Callable) -
                     async with ClientSession(read, write, read_timeout_seconds=900) as session:
                         await session.initialize()
                         out["init_s"] = time.perf_counter() - t0
-                        tools = await session.list_tools()
-                        out["tools"] = sorted(t.name for t in tools.tools)
+                        tools = {t.name for t in (await session.list_tools()).tools}
+                        out["tools"] = sorted(tools)
                         out["first_call_s"] = await call(session, *peer.store(facts[0], 0))
                         log(f"  initialize {out['init_s']:.2f} s, first store "
                             f"{out['first_call_s']:.2f} s")  # fmt: skip
@@ -341,6 +358,13 @@ async def measure(peer: Peer, n: int, extra: int, queries: int, log: Callable) -
             out["peak_hwm_mib"] = rss.hwm_kib / 1024
             out["disk_mb"] = du(home) / 1e6
             out["load_after"] = loadavg()
+            store_name, search_name = peer.store("", 0)[0], peer.search("")[0]
+            out["refused"] = sum(map(peer.refused, answers[store_name]))
+            out["empty_searches"] = sum(
+                len(a) < 40 or peer.no_hits(a) for a in answers[search_name]
+            )
+            out["sample_store_answer"] = answers[store_name][-1][:300]
+            out["sample_search_answer"] = answers[search_name][-1][:600]
         finally:
             errlog.close()
             tail = (Path(tmp) / "stderr.log").read_text(errors="replace")[-2000:]
@@ -362,6 +386,8 @@ def table(results: list[dict], n: int, extra: int, queries: int) -> str:
         (f"search p50, k=10 ({queries} queries)", lambda r: f"{r['search_p50_ms']:.1f} ms"),
         (f"whole ingest of {n}, one call each", lambda r: f"{r['ingest_s']:.1f} s"),
         ("store p50 during the ingest", lambda r: f"{r['ingest_p50_ms']:.1f} ms"),
+        ("stores not kept (refused, duplicate)", lambda r: f"{r['refused']} of {n + extra}"),
+        (f"searches with no hit (of {queries + 1})", lambda r: f"{r['empty_searches']}"),
         ("peak RSS, process tree (largest VmHWM)",
          lambda r: f"{r['peak_rss_mib']:.0f} MiB ({r['peak_hwm_mib']:.0f})"),
         (f"data on disk at {n + extra} facts", lambda r: size(r["disk_mb"])),
@@ -387,10 +413,12 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=50, help="searches timed")
     ap.add_argument("--only", nargs="+", choices=["cranimem", "mms", "server-memory"])
     ap.add_argument("--mms-model", help="directory of the all-MiniLM-L6-v2 files")
+    no_dedup = "mcp-memory-service: skip its semantic dedup (a conversation_id)"
+    ap.add_argument("--mms-no-dedup", action="store_true", help=no_dedup)
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     which = args.only or ["cranimem", "mms", "server-memory"]
-    makers = {"cranimem": cranimem, "mms": lambda: mms(args.mms_model),
+    makers = {"cranimem": cranimem, "mms": lambda: mms(args.mms_model, args.mms_no_dedup),
               "server-memory": server_memory}  # fmt: skip
 
     def log(msg: str) -> None:
