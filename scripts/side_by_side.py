@@ -253,7 +253,7 @@ def mms(model_dir: str | None, no_dedup: bool = False) -> Peer:
         return None
 
     return Peer(
-        name="mcp-memory-service",
+        name="mcp-memory-service" + (" (no dedup)" if no_dedup else ""),
         version=_dist_version(site, "mcp-memory-service"),
         params=params,
         store=lambda text, i: ("memory_store", {"content": text, **extra}),
