@@ -14,10 +14,15 @@ seed 15) one tool call per fact, then asked the same questions
 - search p50, k=10: ``--queries`` (50) searches after one warm-up search;
 - peak RSS of the server's process tree (sampled from /proc every 0.1 s: the sum of the
   tree's RSS; and the largest single VmHWM);
-- data on disk: the size of its data directory after the run (the server stopped).
+- data on disk: the size of its data directory after the run (the server stopped);
+- stores not kept (a refusal is an answer, timed like the others: mcp-memory-service's
+  semantic duplicates, cranimem's gate; ``--mms-no-dedup`` passes a ``conversation_id``,
+  which skips mcp-memory-service's check) and searches with no hit (server-memory's
+  ``search_nodes`` is a substring match: a question matches no fact).
 
-The peers, installed once outside this repo (versions pinned; torch first, CPU build, into
-the peer's own venv so no CUDA build is pulled):
+The peers, installed once outside this repo, under ``PEERS_DIR`` (default /work/peers;
+versions pinned; torch first, the CPU build, into the peer's own venv so no CUDA build is
+pulled):
 
     /usr/bin/python3 -m venv /work/peers/mms-venv   # a Python whose sqlite3 loads extensions
     /work/peers/mms-venv/bin/pip install torch==2.13.0
@@ -39,9 +44,10 @@ Run (one server at a time, on an idle machine if you can; the load average is pr
     .venv/bin/python scripts/side_by_side.py --json out.json
     .venv/bin/python scripts/side_by_side.py --table a.json b.json   # one table from runs
 
-cranimem runs as ``.venv/bin/cranimem-mcp serve --data-dir DIR`` with the heuristic tagger
-and extractor and the default (onnxruntime MiniLM) embedder, as a newcomer's install does
-without Ollama.
+cranimem runs as ``.venv/bin/cranimem-mcp serve --data-dir DIR`` (the code of the checkout
+this script is in, by ``PYTHONPATH``) with the heuristic tagger and extractor and the
+default onnxruntime MiniLM embedder (``models.embedder=local``), as a newcomer's install
+does without Ollama.
 """
 
 from __future__ import annotations
