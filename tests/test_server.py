@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import json
-from contextlib import asynccontextmanager
 
 import pytest
-from mcp import Client
-
-from cranimem_mcp.server import build_server
+from conftest import connected
 
 pytestmark = pytest.mark.anyio
-
-
-@asynccontextmanager
-async def connected(open_engine, **sections):
-    async with open_engine(**sections) as engine:
-        server = build_server(engine.settings, engine=engine)
-        async with Client(server, cache=None) as client:
-            yield client, engine
 
 
 async def stats(client) -> dict:

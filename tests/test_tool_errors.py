@@ -4,11 +4,9 @@ engine that cannot open is the store's own reason (never the bare "Error executi
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
-
 import anyio
 import pytest
-from conftest import make_settings
+from conftest import connected, make_settings
 from mcp import Client
 
 from cranimem_mcp.server import build_server
@@ -16,14 +14,6 @@ from cranimem_mcp.server import build_server
 pytestmark = pytest.mark.anyio
 
 SCOPE = "^[A-Za-z0-9_.:-]{1,64}$"
-
-
-@asynccontextmanager
-async def connected(open_engine):
-    async with open_engine() as engine:
-        server = build_server(engine.settings, engine=engine)
-        async with Client(server, cache=None) as client:
-            yield client
 
 
 def assert_clean(text: str) -> None:
@@ -74,7 +64,7 @@ def assert_clean(text: str) -> None:
 async def test_a_rejected_argument_is_one_sentence_naming_it_and_its_bound(
     open_engine, tool, arguments, sentence
 ):
-    async with connected(open_engine) as client:
+    async with connected(open_engine) as (client, _engine):
         result = await client.call_tool(tool, arguments)
         assert result.is_error
         text = result.content[0].text
@@ -83,7 +73,7 @@ async def test_a_rejected_argument_is_one_sentence_naming_it_and_its_bound(
 
 
 async def test_the_bounds_in_the_sentence_are_the_schemas(open_engine):
-    async with connected(open_engine) as client:
+    async with connected(open_engine) as (client, _engine):
         tools = {t.name: t for t in (await client.list_tools()).tools}
         k = tools["recall"].input_schema["properties"]["k"]
         result = await client.call_tool("recall", {"query": "tea", "k": k["maximum"] + 1})

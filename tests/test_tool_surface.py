@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
-from conftest import make_settings, server_env
+from conftest import connected, make_settings, server_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -25,7 +24,6 @@ from cranimem_mcp.errors import InvalidInput
 from cranimem_mcp.models import MemoryPage
 from cranimem_mcp.ownership import read_owner_info
 from cranimem_mcp.remote import rpc_app
-from cranimem_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -42,14 +40,6 @@ HINTS = {
     "restore": {"read_only_hint": None, "destructive_hint": False, "idempotent_hint": True},
     "set_goal": {"read_only_hint": None, "destructive_hint": True, "idempotent_hint": True},
 }
-
-
-@asynccontextmanager
-async def connected(open_engine, **sections):
-    async with open_engine(**sections) as engine:
-        server = build_server(engine.settings, engine=engine)
-        async with Client(server, cache=None) as client:
-            yield client, engine
 
 
 async def call(client: Client, tool: str, **arguments) -> dict:
