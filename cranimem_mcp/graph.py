@@ -22,93 +22,57 @@ percent-encoding; no SPARQL is built from text.
 from __future__ import annotations
 
 import logging
-import re
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import anyio
-from rdflib import RDF, RDFS, XSD, BNode, Dataset, Graph, Literal, Namespace, URIRef
+from rdflib import RDF, RDFS, BNode, Graph, Literal, URIRef
 
+from . import graph_io, temporal
 from .errors import StoreError
-from .extraction import canonical_name
 from .journal import JournaledDataset
 from .models import ENTITY_TYPES, Extraction, Fact, Relation
+from .naming import predicate_name
 from .temporal import Source, Validity
+from .vocabulary import (
+    BASE,
+    REL,
+    VOCAB,
+    Triple,
+    ends_graph_iri,
+    entity_iri,
+    graph_kind,
+    graph_name,
+    is_relation,
+    memory_graph_iri,
+    memory_of,
+    parse_time,
+    relation_iri,
+    scope_base,
+    stamp,
+    trash_ends_graph_iri,
+    trash_graph_iri,
+)
 
 logger = logging.getLogger(__name__)
 
-BASE = "https://cranimem.dev/"
-VOCAB = Namespace(BASE + "ns#")
-REL = Namespace(BASE + "rel/")
-_PRED_RE = re.compile(r"[^a-z0-9_]+")
 _MEMO_MAX = 200_000  # remembered reads between commits, at most
 _MEMO_EDGES_MAX = 4096  # nodes whose relations are remembered between commits, at most
-_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
-Triple = tuple[URIRef, URIRef, URIRef]
 
 
-@lru_cache(maxsize=4096)
-def scope_base(scope: str) -> str:
-    return f"{BASE}id/{quote(scope, safe='')}/"
-
-
-@lru_cache(maxsize=65536)  # linking a recall's texts tries every span of up to five words
-def entity_iri(scope: str, name: str) -> URIRef:
-    return URIRef(scope_base(scope) + "entity/" + quote(canonical_name(name), safe=""))
-
-
-def memory_graph_iri(scope: str, memory_id: str) -> URIRef:
-    return URIRef(scope_base(scope) + "memory/" + memory_id)
-
-
-def trash_graph_iri(scope: str, memory_id: str) -> URIRef:
-    return URIRef(scope_base(scope) + "trash/" + memory_id)
-
-
-def ends_graph_iri(scope: str, memory_id: str) -> URIRef:
-    return URIRef(scope_base(scope) + "ends/" + memory_id)
-
-
-def trash_ends_graph_iri(scope: str, memory_id: str) -> URIRef:
-    return URIRef(scope_base(scope) + "trash-ends/" + memory_id)
-
-
-def predicate_name(raw: str) -> str:
-    name = _PRED_RE.sub("_", raw.strip().lower()).strip("_")[:64]
-    return name or "related_to"
-
-
-def _iri(ctx: object) -> str:
-    """A quad's context comes back as a Graph or as its IRI, depending on the call."""
-    return str(getattr(ctx, "identifier", ctx))
-
-
-def _memory_id(graph_iri: object) -> str:
-    return _iri(graph_iri).rsplit("/", 1)[-1]
-
-
-def _kind(ctx: object) -> str:
-    """'memory', 'ends', 'trash' or 'trash-ends' for our graphs, '' otherwise."""
-    parts = _iri(ctx).removeprefix(BASE + "id/").split("/")
-    return parts[1] if len(parts) == 3 else ""
-
-
-def _time(value: object) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-
-
-def _stamp(when: datetime) -> Literal:
-    return Literal(when.isoformat(), datatype=XSD.dateTime)
+def _record_end(ends: Graph, triple: Triple, when: datetime) -> None:
+    """Add to an ``ends`` graph the record that the fact's validity ended ``when``."""
+    record = BNode()
+    ends.add((record, RDF.type, VOCAB.Supersession))
+    ends.add((record, VOCAB.endsSubject, triple[0]))
+    ends.add((record, VOCAB.endsPredicate, triple[1]))
+    ends.add((record, VOCAB.endsObject, triple[2]))
+    ends.add((record, VOCAB.endedAt, stamp(when)))
 
 
 @dataclass
@@ -153,7 +117,7 @@ class GraphStore:
             if self._ends is not None:
                 try:
                     for entry in entries:
-                        if _kind(entry["graph"]) == "ends":
+                        if graph_kind(entry["graph"]) == "ends":
                             self._index_ends(entry["graph"])
                 except Exception:  # an entry of another shape: rebuild on next use
                     self._ends = None
@@ -162,7 +126,7 @@ class GraphStore:
     def _ends_index(self) -> dict[Triple, dict[str, list[datetime]]]:
         if self._ends is None:
             self._ends, self._ends_of_graph = {}, {}
-            graphs = {_iri(ctx) for ctx in self._ds.contexts() if _kind(ctx) == "ends"}
+            graphs = {graph_name(ctx) for ctx in self._ds.contexts() if graph_kind(ctx) == "ends"}
             for iri in graphs:
                 self._index_ends(iri)
         return self._ends
@@ -184,7 +148,7 @@ class GraphStore:
                 g.value(record, VOCAB.endsPredicate),
                 g.value(record, VOCAB.endsObject),
             )
-            when = _time(g.value(record, VOCAB.endedAt))
+            when = parse_time(g.value(record, VOCAB.endedAt))
             if None in triple or when is None:
                 continue
             self._ends.setdefault(triple, {}).setdefault(iri, []).append(when)  # type: ignore[arg-type]
@@ -229,7 +193,7 @@ class GraphStore:
 
     @staticmethod
     def _active(ctx: object) -> bool:
-        return _kind(ctx) == "memory"
+        return graph_kind(ctx) == "memory"
 
     def _edges(self, node: URIRef) -> list[tuple[Triple, Validity]]:
         """The relations (facts) at a node, in or out, with their validity; remembered until
@@ -240,7 +204,7 @@ class GraphStore:
                 (triple, self._validity(*triple))
                 for pattern in ((node, None, None), (None, None, node))
                 for triple in self._active_triples(pattern)
-                if str(triple[1]).startswith(str(REL))
+                if is_relation(triple[1])
             ]
             if self._memo:
                 if len(self._memo_edges) >= _MEMO_EDGES_MAX:
@@ -267,11 +231,10 @@ class GraphStore:
                 yield triple
 
     def _fact_sources(self, s: URIRef, p: URIRef, o: URIRef) -> set[str]:
-        return {_memory_id(c) for *_t, c in self._ds.quads((s, p, o, None)) if self._active(c)}
+        return {memory_of(c) for *_t, c in self._ds.quads((s, p, o, None)) if self._active(c)}
 
     def _validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
-        """When and by which memories a fact was stated, and when it was ended (a copy:
-        callers add unlinked sources to it)."""
+        """When and by which memories a fact was stated, and when it was ended."""
         if not self._memo:
             return self._read_validity(s, p, o)
         v = self._memo_validity.get((s, p, o))
@@ -279,31 +242,32 @@ class GraphStore:
             if len(self._memo_validity) >= _MEMO_MAX:
                 self._memo_validity.clear()
             v = self._memo_validity[(s, p, o)] = self._read_validity(s, p, o)
-        return Validity(sources=list(v.sources), ends=list(v.ends))
+        return v
 
     def _read_validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
-        v = Validity()
+        sources: list[Source] = []
         for *_t, ctx in self._ds.quads((s, p, o, None)):
             if self._active(ctx):
-                g = self._ds.graph(URIRef(_iri(ctx)))
-                iri = URIRef(_iri(ctx))
-                asserted = _time(g.value(iri, VOCAB.assertedAt))
-                observed = _time(g.value(iri, VOCAB.observedAt)) or asserted
+                iri = URIRef(graph_name(ctx))
+                g = self._ds.graph(iri)
+                asserted = parse_time(g.value(iri, VOCAB.assertedAt))
+                observed = parse_time(g.value(iri, VOCAB.observedAt)) or asserted
                 if asserted and observed:
-                    v.sources.append(Source(_memory_id(ctx), observed, asserted))
+                    sources.append(Source(memory_of(ctx), observed, asserted))
+        ends: list[datetime] = []
         if self._memo:
             for times in self._ends_index().get((s, p, o), {}).values():
-                v.ends.extend(times)
-            return v
+                ends.extend(times)
+            return Validity(sources, ends)
         for record, _p, _s, ctx in self._ds.quads((None, VOCAB.endsSubject, s, None)):
-            if _kind(ctx) != "ends":
+            if graph_kind(ctx) != "ends":
                 continue
-            g = self._ds.graph(URIRef(_iri(ctx)))
+            g = self._ds.graph(URIRef(graph_name(ctx)))
             if (record, VOCAB.endsPredicate, p) in g and (record, VOCAB.endsObject, o) in g:
-                when = _time(g.value(record, VOCAB.endedAt))
+                when = parse_time(g.value(record, VOCAB.endedAt))
                 if when:
-                    v.ends.append(when)
-        return v
+                    ends.append(when)
+        return Validity(sources, ends)
 
     def _mentions(self, node: URIRef) -> int:
         """Active memory graphs that type (so mention) this entity node."""
@@ -333,8 +297,16 @@ class GraphStore:
         return [
             (s, p, o)
             for s, p, o in self._ds.graph(iri).triples((None, None, None))
-            if str(p).startswith(str(REL))
+            if is_relation(p)
         ]
+
+    @staticmethod
+    def _triple(scope: str, rel: Relation) -> Triple:
+        return (
+            entity_iri(scope, rel.subject),
+            relation_iri(rel.predicate),
+            entity_iri(scope, rel.object),
+        )
 
     def _fact(self, triple: Triple, v: Validity, hops: int = 0) -> Fact:
         s, p, o = triple
@@ -381,8 +353,8 @@ class GraphStore:
         g = Graph()
         g.add((iri, VOCAB.scope, Literal(scope)))
         g.add((iri, VOCAB.memory, Literal(memory_id)))
-        g.add((iri, VOCAB.assertedAt, _stamp(asserted_at)))
-        g.add((iri, VOCAB.observedAt, _stamp(observed_at)))
+        g.add((iri, VOCAB.assertedAt, stamp(asserted_at)))
+        g.add((iri, VOCAB.observedAt, stamp(observed_at)))
         for ent in extraction.entities:
             node = entity_iri(scope, ent.name)
             type_ = ent.type if ent.type in ENTITY_TYPES else "Other"
@@ -390,11 +362,7 @@ class GraphStore:
             g.add((node, RDFS.label, Literal(" ".join(ent.name.split()))))
         stats = LinkStats()
         for rel in extraction.relations:
-            triple = (
-                entity_iri(scope, rel.subject),
-                REL[predicate_name(rel.predicate)],
-                entity_iri(scope, rel.object),
-            )
+            triple = self._triple(scope, rel)
             if triple in g:
                 continue
             g.add(triple)
@@ -443,20 +411,13 @@ class GraphStore:
         for rel, mid, when in pending:
             if mid == memory_id:
                 continue
-            triple = (
-                entity_iri(scope, rel.subject),
-                REL[predicate_name(rel.predicate)],
-                entity_iri(scope, rel.object),
-            )
+            triple = self._triple(scope, rel)
             unlinked[triple].append(Source(mid, when, when))
             labels.setdefault(triple[0], rel.subject)
             labels.setdefault(triple[2], rel.object)
 
         def validity(triple: Triple) -> Validity:
-            v = self._validity(*triple)
-            known = {src.memory for src in v.sources}
-            v.sources += [src for src in unlinked.get(triple, []) if src.memory not in known]
-            return v
+            return self._validity(*triple).including(unlinked.get(triple, ()))
 
         ends = Graph()
         for triple in self._ds.graph(ends_iri).triples((None, None, None)):
@@ -467,42 +428,24 @@ class GraphStore:
             for r in ends.subjects(RDF.type, VOCAB.Supersession)
         }  # fmt: skip
         ended: list[Triple] = []
-
-        def end(triple: Triple, when: datetime) -> None:
-            if triple in recorded:
-                return
-            record = BNode()
-            ends.add((record, RDF.type, VOCAB.Supersession))
-            ends.add((record, VOCAB.endsSubject, triple[0]))
-            ends.add((record, VOCAB.endsPredicate, triple[1]))
-            ends.add((record, VOCAB.endsObject, triple[2]))
-            ends.add((record, VOCAB.endedAt, _stamp(when)))
-            recorded.add(triple)
-
         for rel in relations:
             name = predicate_name(rel.predicate)
             if name not in functional and not rel.functional:
                 continue
-            s, p = entity_iri(scope, rel.subject), REL[name]
-            new = (s, p, entity_iri(scope, rel.object))
+            new = self._triple(scope, rel)
+            s, p = new[:2]
             candidates = {
                 (s, p, o)
                 for _s, _p, o, ctx in self._ds.quads((s, p, None, None))
-                if self._active(ctx) and memory_id != _memory_id(ctx)
+                if self._active(ctx) and memory_id != memory_of(ctx)
             } | {t for t in unlinked if t[:2] == (s, p)}
-            for old in sorted(candidates):
-                if old[2] == new[2]:
-                    continue
-                v = validity(old)
-                if not v.sources:
-                    continue
-                if v.valid_at(observed_at):
-                    end(old, observed_at)
-                    ended.append(old)
-                else:
-                    later = [src.observed for src in v.sources if src.observed > observed_at]
-                    if later:  # the stored fact is newer: the memory's own fact ended then
-                        end(new, min(later))
+            others = [(old, validity(old)) for old in sorted(candidates) if old != new]
+            for fact, when in temporal.supersession(new, others, observed_at):
+                if fact not in recorded:  # one end per fact and memory: the first
+                    _record_end(ends, fact, when)
+                    recorded.add(fact)
+                if fact != new:
+                    ended.append(fact)
         if len(ends):
             self._commit([self._store.put(ends_iri, ends)])
         facts = []
@@ -595,21 +538,9 @@ class GraphStore:
             if relations is None:
                 triples = self._graph_triples(memory_graph_iri(scope, mid))
             else:
-                triples = [
-                    (entity_iri(scope, r.subject), REL[predicate_name(r.predicate)],
-                     entity_iri(scope, r.object))
-                    for r in relations
-                ]  # fmt: skip
-            if not triples:
-                continue
-            stale = 0
-            for triple in triples:
-                v = self._validity(*triple)
-                if mid not in {src.memory for src in v.sources}:
-                    v.sources.append(Source(mid, observed, observed))
-                if not v.valid_at(when):
-                    stale += 1
-            if stale == len(triples):
+                triples = [self._triple(scope, r) for r in relations]
+            facts = [self._validity(*t) for t in triples]
+            if temporal.outdated(Source(mid, observed, observed), facts, when):
                 out.add(mid)
         return out
 
@@ -620,34 +551,19 @@ class GraphStore:
 
     # --- reads -----------------------------------------------------------------------------
 
-    async def link(self, scope: str, *texts: str, max_words: int = 5) -> list[URIRef]:
-        """Entity nodes of the scope named in the texts (any 1-5 word span, any case), in
-        order of first mention, the first text's first. One call for all: a recall links
-        the query and its top memories."""
+    async def entities_named(self, scope: str, names: Iterable[str]) -> list[URIRef]:
+        """The entity nodes of the scope that these names denote (any case or spacing) and
+        that an active memory mentions, each once, in the order of the names."""
 
         def run() -> list[URIRef]:
             found: dict[URIRef, None] = {}
-            for text in texts:
-                found.update(dict.fromkeys(self._link_sync(scope, text, max_words)))
+            for name in names:
+                node = entity_iri(scope, name)
+                if node not in found and self._mentions(node):
+                    found[node] = None
             return list(found)
 
         return await self._locked(run)
-
-    def _link_sync(self, scope: str, text: str, max_words: int) -> list[URIRef]:
-        words = [w.strip(".") for w in re.findall(r"[\w'’&\-.]+", text)]
-        found: dict[URIRef, None] = {}
-        for n in range(max_words, 0, -1):
-            for i in range(len(words) - n + 1):
-                span = " ".join(words[i : i + n])
-                for candidate in (span, re.sub(r"'s$", "", span)):
-                    node = entity_iri(scope, candidate)
-                    if self._mentions(node):
-                        found[node] = None
-        # The extractors name the speaker "User": a first-person question is about them.
-        user = entity_iri(scope, "User")
-        if _FIRST_PERSON.search(text) and user not in found and self._mentions(user):
-            found[user] = None
-        return list(found)
 
     async def facts(
         self,
@@ -718,9 +634,9 @@ class GraphStore:
     def _mentioning_sync(self, scope: str, name: str) -> set[str]:
         node = entity_iri(scope, name)
         return {
-            _memory_id(c)
+            memory_of(c)
             for *_t, c in self._ds.quads((node, RDF.type, None, None))
-            if _iri(c).startswith(scope_base(scope)) and _kind(c) in ("memory", "trash")
+            if graph_name(c).startswith(scope_base(scope)) and graph_kind(c) in ("memory", "trash")
         }
 
     async def provenance(self) -> dict[tuple[str, str], set[str]]:
@@ -729,7 +645,7 @@ class GraphStore:
         return await self._locked(self._provenance_sync)
 
     def _provenance_sync(self) -> dict[tuple[str, str], set[str]]:
-        contexts = {_iri(c) for *_t, c in self._ds.quads((None, None, None, None))}
+        contexts = {graph_name(c) for *_t, c in self._ds.quads((None, None, None, None))}
         out: dict[tuple[str, str], set[str]] = defaultdict(set)
         for iri in contexts:
             parts = iri.removeprefix(BASE + "id/").split("/")
@@ -744,17 +660,7 @@ class GraphStore:
         return await self._locked(self._export_sync)
 
     def _export_sync(self) -> tuple[str, int]:
-        out = Dataset()
-        out.bind("cm", VOCAB)
-        out.bind("rel", REL)
-        quads = 0
-        for s, p, o, c in self._ds.quads((None, None, None, None)):
-            if _kind(c):
-                out.graph(URIRef(_iri(c))).add((s, p, o))
-                quads += 1
-        with warnings.catch_warnings():  # rdflib's TriG code calls its own deprecated API
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return out.serialize(format="trig"), quads
+        return graph_io.export_trig(self._ds)
 
     async def import_trig(self, data: str) -> int:
         """Add the named graphs of an export (each replaces a graph of the same name);
@@ -762,17 +668,7 @@ class GraphStore:
         return await self._locked(self._import_sync, data)
 
     def _import_sync(self, data: str) -> int:
-        incoming = Dataset()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            incoming.parse(data=data, format="trig")
-        graphs: dict[str, Graph] = defaultdict(Graph)
-        quads = 0
-        for s, p, o, c in incoming.quads((None, None, None, None)):
-            if not _kind(c):
-                raise StoreError(f"the import names a graph that is not ours: {_iri(c)[:120]}")
-            graphs[_iri(c)].add((s, p, o))
-            quads += 1
+        graphs, quads = graph_io.parse_trig(data)
         self._commit([self._store.put(URIRef(iri), g) for iri, g in graphs.items()])
         return quads
 
@@ -783,8 +679,8 @@ class GraphStore:
     def _count_sync(self) -> dict[str, int]:
         facts: dict[str, set] = defaultdict(set)
         for s, p, o, c in self._ds.quads((None, None, None, None)):
-            if str(p).startswith(str(REL)) and self._active(c):
-                scope = unquote(_iri(c)[len(BASE + "id/") :].split("/", 1)[0])
+            if is_relation(p) and self._active(c):
+                scope = unquote(graph_name(c)[len(BASE + "id/") :].split("/", 1)[0])
                 facts[scope].add((s, p, o))
         return {k: len(v) for k, v in facts.items()}
 
@@ -792,18 +688,4 @@ class GraphStore:
         return await self._locked(self._turtle_sync, scope, max_triples)
 
     def _turtle_sync(self, scope: str, max_triples: int) -> str:
-        g = Graph()
-        g.bind("cm", VOCAB)
-        g.bind("rel", REL)
-        g.bind("e", Namespace(scope_base(scope) + "entity/"))
-        prefix = scope_base(scope) + "memory/"
-        # Facts first, then what names and types their entities, up to the bound.
-        for facts in (True, False):
-            for s, p, o, c in self._ds.quads((None, None, None, None)):
-                if len(g) >= max_triples:
-                    break
-                if str(p).startswith(str(REL)) != facts:
-                    continue
-                if _iri(c).startswith(prefix) and not str(s).startswith(prefix):
-                    g.add((s, p, o))
-        return g.serialize(format="turtle")
+        return graph_io.turtle(self._ds, scope, max_triples)
