@@ -15,6 +15,11 @@ of a subject, its ``ends/<id>`` graph records that the old fact's validity ended
 memory's event time. Nothing is deleted: the old fact stays, with ``valid_to`` set, and is
 current again if the memory that ended it is forgotten or the old object is asserted anew.
 
+:class:`GraphStore` is the writer: it owns the lock and the commits. Its reads (a fact's
+sources and validity, an entity's mentions, the walk from seeds) are
+:class:`~cranimem_mcp.provenance.Provenance`'s; the rules of time it applies (what a new
+value ends, when a memory is outdated) are :mod:`~cranimem_mcp.temporal`'s, the names
+:mod:`~cranimem_mcp.vocabulary`'s, TriG and Turtle :mod:`~cranimem_mcp.graph_io`'s.
 Persistence is :class:`~cranimem_mcp.journal.JournaledDataset`. IRIs are built by
 percent-encoding; no SPARQL is built from text.
 """
@@ -25,54 +30,34 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import anyio
-from rdflib import RDF, RDFS, BNode, Graph, Literal, URIRef
+from rdflib import RDF, RDFS, Graph, Literal, URIRef
 
 from . import graph_io, temporal
 from .errors import StoreError
 from .journal import JournaledDataset
 from .models import ENTITY_TYPES, Extraction, Fact, Relation
 from .naming import predicate_name
+from .provenance import Provenance, ended_facts, record_end
 from .temporal import Source, Validity
 from .vocabulary import (
-    BASE,
-    REL,
     VOCAB,
     Triple,
     ends_graph_iri,
     entity_iri,
-    graph_kind,
-    graph_name,
-    is_relation,
     memory_graph_iri,
     memory_of,
-    parse_time,
     relation_iri,
-    scope_base,
     stamp,
     trash_ends_graph_iri,
     trash_graph_iri,
 )
 
 logger = logging.getLogger(__name__)
-
-_MEMO_MAX = 200_000  # remembered reads between commits, at most
-_MEMO_EDGES_MAX = 4096  # nodes whose relations are remembered between commits, at most
-
-
-def _record_end(ends: Graph, triple: Triple, when: datetime) -> None:
-    """Add to an ``ends`` graph the record that the fact's validity ended ``when``."""
-    record = BNode()
-    ends.add((record, RDF.type, VOCAB.Supersession))
-    ends.add((record, VOCAB.endsSubject, triple[0]))
-    ends.add((record, VOCAB.endsPredicate, triple[1]))
-    ends.add((record, VOCAB.endsObject, triple[2]))
-    ends.add((record, VOCAB.endedAt, stamp(when)))
 
 
 @dataclass
@@ -93,80 +78,19 @@ class GraphStore:
         self._store = store if store is not None else JournaledDataset(path)
         self._ds = self._store.ds
         self._lock = anyio.Lock()
-        # Reads a recall repeats (a fact's validity, an entity's mentions), remembered until
-        # the next commit: the dataset changes only in commit, and we are its only writer.
         # A shared SPARQL server can change under us (replicas): no memos unless asked.
-        self._memo = store is None if memo is None else memo
-        self._memo_validity: dict[Triple, Validity] = {}
-        self._memo_mentions: dict[URIRef, int] = {}
-        self._memo_labels: dict[URIRef, str] = {}
-        self._memo_edges: dict[URIRef, list[tuple[Triple, Validity]]] = {}
-        # With memos: the supersession records of the active "ends" graphs, by the fact they
-        # end (fact -> graph -> end times), built on first use and kept in step by _commit
-        # for the graphs a commit names. Why: finding a fact's ends by scanning every record
-        # about its subject grew with the history (supersede was 60% of a write's cost at
-        # 1.5k memories, docs/RESULTS.md); this costs what the commit changed.
-        self._ends: dict[Triple, dict[str, list[datetime]]] | None = None
-        self._ends_of_graph: dict[str, list[Triple]] = {}
+        self._reads = Provenance(self._ds, store is None if memo is None else memo)
 
     def _commit(self, entries: list[Any]) -> None:
         try:
             self._store.commit(entries)
         finally:
-            self._forget_memos()
-            if self._ends is not None:
-                try:
-                    for entry in entries:
-                        if graph_kind(entry["graph"]) == "ends":
-                            self._index_ends(entry["graph"])
-                except Exception:  # an entry of another shape: rebuild on next use
-                    self._ends = None
-                    raise
-
-    def _ends_index(self) -> dict[Triple, dict[str, list[datetime]]]:
-        if self._ends is None:
-            self._ends, self._ends_of_graph = {}, {}
-            graphs = {graph_name(ctx) for ctx in self._ds.contexts() if graph_kind(ctx) == "ends"}
-            for iri in graphs:
-                self._index_ends(iri)
-        return self._ends
-
-    def _index_ends(self, iri: str) -> None:
-        """(Re)read one ends graph into the index."""
-        assert self._ends is not None
-        for triple in self._ends_of_graph.pop(iri, []):
-            by_graph = self._ends.get(triple)
-            if by_graph is not None:
-                by_graph.pop(iri, None)
-                if not by_graph:
-                    del self._ends[triple]
-        g = self._ds.graph(URIRef(iri))
-        ended: list[Triple] = []
-        for record in g.subjects(RDF.type, VOCAB.Supersession):
-            triple = (
-                g.value(record, VOCAB.endsSubject),
-                g.value(record, VOCAB.endsPredicate),
-                g.value(record, VOCAB.endsObject),
-            )
-            when = parse_time(g.value(record, VOCAB.endedAt))
-            if None in triple or when is None:
-                continue
-            self._ends.setdefault(triple, {}).setdefault(iri, []).append(when)  # type: ignore[arg-type]
-            ended.append(triple)  # type: ignore[arg-type]
-        if ended:
-            self._ends_of_graph[iri] = ended
-
-    def _forget_memos(self) -> None:
-        self._memo_validity.clear()
-        self._memo_mentions.clear()
-        self._memo_labels.clear()
-        self._memo_edges.clear()
+            self._reads.changed(entries)
 
     # --- lifecycle -------------------------------------------------------------------------
 
     async def open(self) -> None:
-        self._forget_memos()
-        self._ends = None
+        self._reads.reset()
         await self._run(self._store.open)
 
     async def close(self) -> None:
@@ -192,137 +116,11 @@ class GraphStore:
     # --- helpers ---------------------------------------------------------------------------
 
     @staticmethod
-    def _active(ctx: object) -> bool:
-        return graph_kind(ctx) == "memory"
-
-    def _edges(self, node: URIRef) -> list[tuple[Triple, Validity]]:
-        """The relations (facts) at a node, in or out, with their validity; remembered until
-        the next commit (recalls walk from the same popular entities again and again)."""
-        found = self._memo_edges.get(node) if self._memo else None
-        if found is None:
-            found = [
-                (triple, self._validity(*triple))
-                for pattern in ((node, None, None), (None, None, node))
-                for triple in self._active_triples(pattern)
-                if is_relation(triple[1])
-            ]
-            if self._memo:
-                if len(self._memo_edges) >= _MEMO_EDGES_MAX:
-                    self._memo_edges.clear()
-                self._memo_edges[node] = found
-        return found
-
-    def _active_triples(self, pattern: tuple[Any, Any, Any]) -> Iterable[Triple]:
-        """Each triple matching ``pattern`` that an active memory graph holds, once.
-
-        Why not the quads: an entity many memories mention holds the same triple in each of
-        their graphs, and walking every copy made the graph path of a recall 130 ms at 10k
-        memories (docs/RESULTS.md). The local store lists each triple once with its graphs;
-        a remote store is asked for quads, as before."""
-        if not self._memo:
-            seen: set[Triple] = set()
-            for s, p, o, ctx in self._ds.quads((*pattern, None)):
-                if (s, p, o) not in seen and self._active(ctx):
-                    seen.add((s, p, o))
-                    yield (s, p, o)
-            return
-        for triple, contexts in self._ds.store.triples(pattern, context=None):
-            if any(self._active(c) for c in contexts):
-                yield triple
-
-    def _fact_sources(self, s: URIRef, p: URIRef, o: URIRef) -> set[str]:
-        return {memory_of(c) for *_t, c in self._ds.quads((s, p, o, None)) if self._active(c)}
-
-    def _validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
-        """When and by which memories a fact was stated, and when it was ended."""
-        if not self._memo:
-            return self._read_validity(s, p, o)
-        v = self._memo_validity.get((s, p, o))
-        if v is None:
-            if len(self._memo_validity) >= _MEMO_MAX:
-                self._memo_validity.clear()
-            v = self._memo_validity[(s, p, o)] = self._read_validity(s, p, o)
-        return v
-
-    def _read_validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
-        sources: list[Source] = []
-        for *_t, ctx in self._ds.quads((s, p, o, None)):
-            if self._active(ctx):
-                iri = URIRef(graph_name(ctx))
-                g = self._ds.graph(iri)
-                asserted = parse_time(g.value(iri, VOCAB.assertedAt))
-                observed = parse_time(g.value(iri, VOCAB.observedAt)) or asserted
-                if asserted and observed:
-                    sources.append(Source(memory_of(ctx), observed, asserted))
-        ends: list[datetime] = []
-        if self._memo:
-            for times in self._ends_index().get((s, p, o), {}).values():
-                ends.extend(times)
-            return Validity(sources, ends)
-        for record, _p, _s, ctx in self._ds.quads((None, VOCAB.endsSubject, s, None)):
-            if graph_kind(ctx) != "ends":
-                continue
-            g = self._ds.graph(URIRef(graph_name(ctx)))
-            if (record, VOCAB.endsPredicate, p) in g and (record, VOCAB.endsObject, o) in g:
-                when = parse_time(g.value(record, VOCAB.endedAt))
-                if when:
-                    ends.append(when)
-        return Validity(sources, ends)
-
-    def _mentions(self, node: URIRef) -> int:
-        """Active memory graphs that type (so mention) this entity node."""
-        found = self._memo_mentions.get(node) if self._memo else None
-        if found is None:
-            if len(self._memo_mentions) >= _MEMO_MAX:
-                self._memo_mentions.clear()
-            found = sum(
-                1 for *_t, c in self._ds.quads((node, RDF.type, None, None)) if self._active(c)
-            )
-            self._memo_mentions[node] = found
-        return found
-
-    def _label(self, node: URIRef) -> str:
-        found = self._memo_labels.get(node) if self._memo else None
-        if found is None:
-            found = unquote(str(node).rsplit("/", 1)[-1])
-            for _s, _p, label, _c in self._ds.quads((node, RDFS.label, None, None)):
-                found = str(label)
-                break
-            if len(self._memo_labels) >= _MEMO_MAX:
-                self._memo_labels.clear()
-            self._memo_labels[node] = found
-        return found
-
-    def _graph_triples(self, iri: URIRef) -> list[Triple]:
-        return [
-            (s, p, o)
-            for s, p, o in self._ds.graph(iri).triples((None, None, None))
-            if is_relation(p)
-        ]
-
-    @staticmethod
     def _triple(scope: str, rel: Relation) -> Triple:
         return (
             entity_iri(scope, rel.subject),
             relation_iri(rel.predicate),
             entity_iri(scope, rel.object),
-        )
-
-    def _fact(self, triple: Triple, v: Validity, hops: int = 0) -> Fact:
-        s, p, o = triple
-        valid_to = v.valid_to
-        return Fact(
-            subject=self._label(s),
-            predicate=str(p)[len(str(REL)) :],
-            object=self._label(o),
-            support=len(v.sources),
-            sources=sorted(src.memory for src in v.sources),
-            hops=hops,
-            first_seen=min(src.asserted for src in v.sources),
-            last_seen=max(src.asserted for src in v.sources),
-            valid_from=v.valid_from,
-            valid_to=valid_to,
-            superseded=v.superseded(datetime.now(UTC)),
         )
 
     # --- linkage ---------------------------------------------------------------------------
@@ -366,7 +164,7 @@ class GraphStore:
             if triple in g:
                 continue
             g.add(triple)
-            if self._fact_sources(*triple) - {memory_id}:
+            if self._reads.sources(*triple) - {memory_id}:
                 stats.reinforced += 1
             else:
                 stats.added += 1
@@ -417,16 +215,12 @@ class GraphStore:
             labels.setdefault(triple[2], rel.object)
 
         def validity(triple: Triple) -> Validity:
-            return self._validity(*triple).including(unlinked.get(triple, ()))
+            return self._reads.validity(*triple).including(unlinked.get(triple, ()))
 
         ends = Graph()
         for triple in self._ds.graph(ends_iri).triples((None, None, None)):
             ends.add(triple)
-        recorded = {
-            (ends.value(r, VOCAB.endsSubject), ends.value(r, VOCAB.endsPredicate),
-             ends.value(r, VOCAB.endsObject))
-            for r in ends.subjects(RDF.type, VOCAB.Supersession)
-        }  # fmt: skip
+        recorded = ended_facts(ends)
         ended: list[Triple] = []
         for rel in relations:
             name = predicate_name(rel.predicate)
@@ -437,12 +231,12 @@ class GraphStore:
             candidates = {
                 (s, p, o)
                 for _s, _p, o, ctx in self._ds.quads((s, p, None, None))
-                if self._active(ctx) and memory_id != memory_of(ctx)
+                if self._reads.active(ctx) and memory_id != memory_of(ctx)
             } | {t for t in unlinked if t[:2] == (s, p)}
             others = [(old, validity(old)) for old in sorted(candidates) if old != new]
             for fact, when in temporal.supersession(new, others, observed_at):
                 if fact not in recorded:  # one end per fact and memory: the first
-                    _record_end(ends, fact, when)
+                    record_end(ends, fact, when)
                     recorded.add(fact)
                 if fact != new:
                     ended.append(fact)
@@ -450,7 +244,7 @@ class GraphStore:
             self._commit([self._store.put(ends_iri, ends)])
         facts = []
         for t in dict.fromkeys(ended):
-            fact = self._fact(t, validity(t))
+            fact = self._reads.fact(t, validity(t))
             fact.subject = labels.get(t[0], fact.subject)
             fact.object = labels.get(t[2], fact.object)
             facts.append(fact)
@@ -478,11 +272,11 @@ class GraphStore:
                 g = self._ds.graph(src)
                 if len(g) == 0:
                     continue
-                touched.update(self._graph_triples(src))
+                touched.update(self._reads.graph_triples(src))
                 entries += [self._store.put(dst, g), self._store.drop(src)]
-        before = {t: bool(self._fact_sources(*t)) for t in touched}
+        before = {t: bool(self._reads.sources(*t)) for t in touched}
         self._commit(entries)
-        return sum(1 for t in touched if before[t] != bool(self._fact_sources(*t)))
+        return sum(1 for t in touched if before[t] != bool(self._reads.sources(*t)))
 
     async def retract(self, scope: str, memory_ids: Iterable[str], purge: bool = False) -> int:
         """Remove the memories' graphs (active and trashed). Returns facts that lost their
@@ -499,13 +293,13 @@ class GraphStore:
                 trash_ends_graph_iri(scope, mid),
             ):
                 if len(self._ds.graph(iri)):
-                    touched.update(self._graph_triples(iri))
+                    touched.update(self._reads.graph_triples(iri))
                     entries.append(self._store.drop(iri))
-        before = {t: bool(self._fact_sources(*t)) for t in touched}
+        before = {t: bool(self._reads.sources(*t)) for t in touched}
         self._commit(entries)
         if purge:
             self._store.compact()
-        return sum(1 for t in touched if before[t] and not self._fact_sources(*t))
+        return sum(1 for t in touched if before[t] and not self._reads.sources(*t))
 
     async def orphaned_by(self, scope: str, memory_ids: Iterable[str]) -> int:
         """How many facts would lose their last support if these memories went."""
@@ -514,8 +308,8 @@ class GraphStore:
     def _orphaned_sync(self, scope: str, memory_ids: set[str]) -> int:
         triples = set()
         for mid in memory_ids:
-            triples.update(self._graph_triples(memory_graph_iri(scope, mid)))
-        return sum(1 for t in triples if self._fact_sources(*t) <= memory_ids)
+            triples.update(self._reads.graph_triples(memory_graph_iri(scope, mid)))
+        return sum(1 for t in triples if self._reads.sources(*t) <= memory_ids)
 
     async def outdated(
         self,
@@ -536,10 +330,10 @@ class GraphStore:
         out = set()
         for mid, (observed, relations) in memories.items():
             if relations is None:
-                triples = self._graph_triples(memory_graph_iri(scope, mid))
+                triples = self._reads.graph_triples(memory_graph_iri(scope, mid))
             else:
                 triples = [self._triple(scope, r) for r in relations]
-            facts = [self._validity(*t) for t in triples]
+            facts = [self._reads.validity(*t) for t in triples]
             if temporal.outdated(Source(mid, observed, observed), facts, when):
                 out.add(mid)
         return out
@@ -559,7 +353,7 @@ class GraphStore:
             found: dict[URIRef, None] = {}
             for name in names:
                 node = entity_iri(scope, name)
-                if node not in found and self._mentions(node):
+                if node not in found and self._reads.mentions(node):
                     found[node] = None
             return list(found)
 
@@ -576,91 +370,32 @@ class GraphStore:
         """Facts reachable from the seeds within ``hops`` (breadth first, best supported
         first within a hop). With ``as_of``, only the facts valid then; without, current
         facts and the superseded ones (flagged) alike."""
-        return await self._locked(self._facts_sync, scope, seeds, hops, limit, as_of)
-
-    def _facts_sync(
-        self, scope: str, seeds: list[URIRef], hops: int, limit: int, as_of: datetime | None
-    ) -> list[Fact]:
-        seen_nodes = set(seeds)
-        frontier = list(seeds)
-        out: dict[Triple, Fact] = {}
-        for hop in range(1, hops + 1):
-            found: dict[Triple, Validity] = {}
-            for node in frontier:
-                for triple, v in self._edges(node):
-                    if triple in out or triple in found:
-                        continue
-                    if as_of is None or v.valid_at(as_of):
-                        found[triple] = v
-            ranked = sorted(
-                found.items(), key=lambda kv: (kv[1].valid_to is not None, -len(kv[1].sources))
-            )
-            next_frontier = []
-            for triple, v in ranked:
-                if len(out) >= limit:
-                    break
-                out[triple] = self._fact(triple, v, hop)
-                for node in (triple[0], triple[2]):
-                    if node not in seen_nodes:
-                        seen_nodes.add(node)
-                        next_frontier.append(node)
-            frontier = next_frontier
-            if not frontier or len(out) >= limit:
-                break
-        return list(out.values())
+        return await self._locked(self._reads.walk, seeds, hops, limit, as_of)
 
     async def memory_facts(self, scope: str, memory_ids: Iterable[str]) -> list[Fact]:
         """The facts these memories assert (each once), as :meth:`facts` renders them."""
-        return await self._locked(self._memory_facts_sync, scope, list(memory_ids))
-
-    def _memory_facts_sync(self, scope: str, memory_ids: list[str]) -> list[Fact]:
-        out: dict[Triple, Fact] = {}
-        for memory_id in memory_ids:
-            for triple in self._graph_triples(memory_graph_iri(scope, memory_id)):
-                if triple not in out:
-                    out[triple] = self._fact(triple, self._validity(*triple))
-        return list(out.values())
+        return await self._locked(self._reads.memory_facts, scope, list(memory_ids))
 
     async def entity_support(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         """For each entity name, how many active memory graphs of the scope mention it."""
         return await self._locked(
-            lambda: {name: self._mentions(entity_iri(scope, name)) for name in names}
+            lambda: {name: self._reads.mentions(entity_iri(scope, name)) for name in names}
         )
 
     async def memories_mentioning(self, scope: str, name: str) -> set[str]:
         """Memories (active or trashed) whose graph mentions the entity."""
-        return await self._locked(self._mentioning_sync, scope, name)
-
-    def _mentioning_sync(self, scope: str, name: str) -> set[str]:
-        node = entity_iri(scope, name)
-        return {
-            memory_of(c)
-            for *_t, c in self._ds.quads((node, RDF.type, None, None))
-            if graph_name(c).startswith(scope_base(scope)) and graph_kind(c) in ("memory", "trash")
-        }
+        return await self._locked(self._reads.mentioning, scope, name)
 
     async def provenance(self) -> dict[tuple[str, str], set[str]]:
         """Memory ids per (scope, graph kind) over every non-empty named graph of ours; kinds
         are 'memory', 'ends', 'trash' and 'trash-ends' (for integrity checks)."""
-        return await self._locked(self._provenance_sync)
-
-    def _provenance_sync(self) -> dict[tuple[str, str], set[str]]:
-        contexts = {graph_name(c) for *_t, c in self._ds.quads((None, None, None, None))}
-        out: dict[tuple[str, str], set[str]] = defaultdict(set)
-        for iri in contexts:
-            parts = iri.removeprefix(BASE + "id/").split("/")
-            if iri.startswith(BASE + "id/") and len(parts) == 3:
-                out[(unquote(parts[0]), parts[1])].add(parts[2])
-        return dict(out)
+        return await self._locked(self._reads.graphs)
 
     async def export_trig(self) -> tuple[str, int]:
         """Every named graph of ours as TriG: one graph per memory (its entities, relations
         and its provenance: scope, memory id, assertedAt, observedAt), the ``ends``
         graphs of superseded facts, and the trash variants. Returns it and its quad count."""
-        return await self._locked(self._export_sync)
-
-    def _export_sync(self) -> tuple[str, int]:
-        return graph_io.export_trig(self._ds)
+        return await self._locked(graph_io.export_trig, self._ds)
 
     async def import_trig(self, data: str) -> int:
         """Add the named graphs of an export (each replaces a graph of the same name);
@@ -674,18 +409,7 @@ class GraphStore:
 
     async def count_facts(self) -> dict[str, int]:
         """Distinct facts (current or superseded) per scope."""
-        return await self._locked(self._count_sync)
-
-    def _count_sync(self) -> dict[str, int]:
-        facts: dict[str, set] = defaultdict(set)
-        for s, p, o, c in self._ds.quads((None, None, None, None)):
-            if is_relation(p) and self._active(c):
-                scope = unquote(graph_name(c)[len(BASE + "id/") :].split("/", 1)[0])
-                facts[scope].add((s, p, o))
-        return {k: len(v) for k, v in facts.items()}
+        return await self._locked(self._reads.count_facts)
 
     async def turtle(self, scope: str, max_triples: int) -> str:
-        return await self._locked(self._turtle_sync, scope, max_triples)
-
-    def _turtle_sync(self, scope: str, max_triples: int) -> str:
-        return graph_io.turtle(self._ds, scope, max_triples)
+        return await self._locked(graph_io.turtle, self._ds, scope, max_triples)
