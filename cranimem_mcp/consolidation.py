@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .extraction import canonical_name
 from .models import Decision
+from .naming import canonical_name
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,8 @@ Location, works at an Organization; a relation word names a Person); the pipelin
 without its named-entity recogniser (:data:`cranimem_mcp.syntax.EXCLUDED`, for cost), and
 the rules read its labels only when it is there.
 
-:func:`canonical_name` is the merge key of an entity everywhere (graph nodes, replay's entity
-counts, forget by entity); :data:`DATE`, :data:`FIRST_PERSON` and :func:`proper_spans` are
-the lexical cues the heuristic tagger shares.
+:data:`DATE`, :data:`FIRST_PERSON` and :func:`proper_spans` are the lexical cues the
+heuristic tagger shares; entity names merge by :func:`cranimem_mcp.naming.canonical_name`.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from typing import Any
 
 from . import syntax
 from .models import Entity, Extraction, Relation
+from .naming import canonical_name
 
 # Shared with the tagger (cranimem_mcp.heuristics).
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b", re.I)
@@ -53,11 +53,6 @@ _STOP_INITIAL = frozenset(
         "Hello Hey Thanks As By Since Until Not Now Just One Two"
     ).split()
 )
-
-
-def canonical_name(name: str) -> str:
-    """The merge key of an entity: 'Osaka', 'osaka' and ' Osaka ' are one node."""
-    return " ".join(name.replace("’", "'").split()).strip(" .,;:!?\"'()[]{}").casefold()
 
 
 def proper_spans(sentence: str) -> list[tuple[int, int, str]]:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import linkage
 from .errors import InvalidInput, NotFound
-from .extraction import canonical_name
 from .models import ForgetResult, RestoreResult
+from .naming import canonical_name
 from .replay import note_extraction
 from .validation import check_ids, check_scope, check_text, now
 

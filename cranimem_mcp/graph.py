@@ -15,6 +15,11 @@ of a subject, its ``ends/<id>`` graph records that the old fact's validity ended
 memory's event time. Nothing is deleted: the old fact stays, with ``valid_to`` set, and is
 current again if the memory that ended it is forgotten or the old object is asserted anew.
 
+:class:`GraphStore` is the writer: it owns the lock and the commits. Its reads (a fact's
+sources and validity, an entity's mentions, the walk from seeds) are
+:class:`~cranimem_mcp.provenance.Provenance`'s; the rules of time it applies (what a new
+value ends, when a memory is outdated) are :mod:`~cranimem_mcp.temporal`'s, the names
+:mod:`~cranimem_mcp.vocabulary`'s, TriG and Turtle :mod:`~cranimem_mcp.graph_io`'s.
 Persistence is :class:`~cranimem_mcp.journal.JournaledDataset`. IRIs are built by
 percent-encoding; no SPARQL is built from text.
 """
@@ -22,93 +27,37 @@ percent-encoding; no SPARQL is built from text.
 from __future__ import annotations
 
 import logging
-import re
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from functools import lru_cache
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
 
 import anyio
-from rdflib import RDF, RDFS, XSD, BNode, Dataset, Graph, Literal, Namespace, URIRef
+from rdflib import RDF, RDFS, Graph, Literal, URIRef
 
+from . import graph_io, temporal
 from .errors import StoreError
-from .extraction import canonical_name
 from .journal import JournaledDataset
 from .models import ENTITY_TYPES, Extraction, Fact, Relation
+from .naming import predicate_name
+from .provenance import Provenance, ended_facts, record_end
 from .temporal import Source, Validity
+from .vocabulary import (
+    VOCAB,
+    Triple,
+    ends_graph_iri,
+    entity_iri,
+    memory_graph_iri,
+    memory_of,
+    relation_iri,
+    stamp,
+    trash_ends_graph_iri,
+    trash_graph_iri,
+)
 
 logger = logging.getLogger(__name__)
-
-BASE = "https://cranimem.dev/"
-VOCAB = Namespace(BASE + "ns#")
-REL = Namespace(BASE + "rel/")
-_PRED_RE = re.compile(r"[^a-z0-9_]+")
-_MEMO_MAX = 200_000  # remembered reads between commits, at most
-_MEMO_EDGES_MAX = 4096  # nodes whose relations are remembered between commits, at most
-_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
-Triple = tuple[URIRef, URIRef, URIRef]
-
-
-@lru_cache(maxsize=4096)
-def scope_base(scope: str) -> str:
-    return f"{BASE}id/{quote(scope, safe='')}/"
-
-
-@lru_cache(maxsize=65536)  # linking a recall's texts tries every span of up to five words
-def entity_iri(scope: str, name: str) -> URIRef:
-    return URIRef(scope_base(scope) + "entity/" + quote(canonical_name(name), safe=""))
-
-
-def memory_graph_iri(scope: str, memory_id: str) -> URIRef:
-    return URIRef(scope_base(scope) + "memory/" + memory_id)
-
-
-def trash_graph_iri(scope: str, memory_id: str) -> URIRef:
-    return URIRef(scope_base(scope) + "trash/" + memory_id)
-
-
-def ends_graph_iri(scope: str, memory_id: str) -> URIRef:
-    return URIRef(scope_base(scope) + "ends/" + memory_id)
-
-
-def trash_ends_graph_iri(scope: str, memory_id: str) -> URIRef:
-    return URIRef(scope_base(scope) + "trash-ends/" + memory_id)
-
-
-def predicate_name(raw: str) -> str:
-    name = _PRED_RE.sub("_", raw.strip().lower()).strip("_")[:64]
-    return name or "related_to"
-
-
-def _iri(ctx: object) -> str:
-    """A quad's context comes back as a Graph or as its IRI, depending on the call."""
-    return str(getattr(ctx, "identifier", ctx))
-
-
-def _memory_id(graph_iri: object) -> str:
-    return _iri(graph_iri).rsplit("/", 1)[-1]
-
-
-def _kind(ctx: object) -> str:
-    """'memory', 'ends', 'trash' or 'trash-ends' for our graphs, '' otherwise."""
-    parts = _iri(ctx).removeprefix(BASE + "id/").split("/")
-    return parts[1] if len(parts) == 3 else ""
-
-
-def _time(value: object) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-
-
-def _stamp(when: datetime) -> Literal:
-    return Literal(when.isoformat(), datatype=XSD.dateTime)
 
 
 @dataclass
@@ -129,80 +78,19 @@ class GraphStore:
         self._store = store if store is not None else JournaledDataset(path)
         self._ds = self._store.ds
         self._lock = anyio.Lock()
-        # Reads a recall repeats (a fact's validity, an entity's mentions), remembered until
-        # the next commit: the dataset changes only in commit, and we are its only writer.
         # A shared SPARQL server can change under us (replicas): no memos unless asked.
-        self._memo = store is None if memo is None else memo
-        self._memo_validity: dict[Triple, Validity] = {}
-        self._memo_mentions: dict[URIRef, int] = {}
-        self._memo_labels: dict[URIRef, str] = {}
-        self._memo_edges: dict[URIRef, list[tuple[Triple, Validity]]] = {}
-        # With memos: the supersession records of the active "ends" graphs, by the fact they
-        # end (fact -> graph -> end times), built on first use and kept in step by _commit
-        # for the graphs a commit names. Why: finding a fact's ends by scanning every record
-        # about its subject grew with the history (supersede was 60% of a write's cost at
-        # 1.5k memories, docs/RESULTS.md); this costs what the commit changed.
-        self._ends: dict[Triple, dict[str, list[datetime]]] | None = None
-        self._ends_of_graph: dict[str, list[Triple]] = {}
+        self._reads = Provenance(self._ds, store is None if memo is None else memo)
 
     def _commit(self, entries: list[Any]) -> None:
         try:
             self._store.commit(entries)
         finally:
-            self._forget_memos()
-            if self._ends is not None:
-                try:
-                    for entry in entries:
-                        if _kind(entry["graph"]) == "ends":
-                            self._index_ends(entry["graph"])
-                except Exception:  # an entry of another shape: rebuild on next use
-                    self._ends = None
-                    raise
-
-    def _ends_index(self) -> dict[Triple, dict[str, list[datetime]]]:
-        if self._ends is None:
-            self._ends, self._ends_of_graph = {}, {}
-            graphs = {_iri(ctx) for ctx in self._ds.contexts() if _kind(ctx) == "ends"}
-            for iri in graphs:
-                self._index_ends(iri)
-        return self._ends
-
-    def _index_ends(self, iri: str) -> None:
-        """(Re)read one ends graph into the index."""
-        assert self._ends is not None
-        for triple in self._ends_of_graph.pop(iri, []):
-            by_graph = self._ends.get(triple)
-            if by_graph is not None:
-                by_graph.pop(iri, None)
-                if not by_graph:
-                    del self._ends[triple]
-        g = self._ds.graph(URIRef(iri))
-        ended: list[Triple] = []
-        for record in g.subjects(RDF.type, VOCAB.Supersession):
-            triple = (
-                g.value(record, VOCAB.endsSubject),
-                g.value(record, VOCAB.endsPredicate),
-                g.value(record, VOCAB.endsObject),
-            )
-            when = _time(g.value(record, VOCAB.endedAt))
-            if None in triple or when is None:
-                continue
-            self._ends.setdefault(triple, {}).setdefault(iri, []).append(when)  # type: ignore[arg-type]
-            ended.append(triple)  # type: ignore[arg-type]
-        if ended:
-            self._ends_of_graph[iri] = ended
-
-    def _forget_memos(self) -> None:
-        self._memo_validity.clear()
-        self._memo_mentions.clear()
-        self._memo_labels.clear()
-        self._memo_edges.clear()
+            self._reads.changed(entries)
 
     # --- lifecycle -------------------------------------------------------------------------
 
     async def open(self) -> None:
-        self._forget_memos()
-        self._ends = None
+        self._reads.reset()
         await self._run(self._store.open)
 
     async def close(self) -> None:
@@ -228,129 +116,11 @@ class GraphStore:
     # --- helpers ---------------------------------------------------------------------------
 
     @staticmethod
-    def _active(ctx: object) -> bool:
-        return _kind(ctx) == "memory"
-
-    def _edges(self, node: URIRef) -> list[tuple[Triple, Validity]]:
-        """The relations (facts) at a node, in or out, with their validity; remembered until
-        the next commit (recalls walk from the same popular entities again and again)."""
-        found = self._memo_edges.get(node) if self._memo else None
-        if found is None:
-            found = [
-                (triple, self._validity(*triple))
-                for pattern in ((node, None, None), (None, None, node))
-                for triple in self._active_triples(pattern)
-                if str(triple[1]).startswith(str(REL))
-            ]
-            if self._memo:
-                if len(self._memo_edges) >= _MEMO_EDGES_MAX:
-                    self._memo_edges.clear()
-                self._memo_edges[node] = found
-        return found
-
-    def _active_triples(self, pattern: tuple[Any, Any, Any]) -> Iterable[Triple]:
-        """Each triple matching ``pattern`` that an active memory graph holds, once.
-
-        Why not the quads: an entity many memories mention holds the same triple in each of
-        their graphs, and walking every copy made the graph path of a recall 130 ms at 10k
-        memories (docs/RESULTS.md). The local store lists each triple once with its graphs;
-        a remote store is asked for quads, as before."""
-        if not self._memo:
-            seen: set[Triple] = set()
-            for s, p, o, ctx in self._ds.quads((*pattern, None)):
-                if (s, p, o) not in seen and self._active(ctx):
-                    seen.add((s, p, o))
-                    yield (s, p, o)
-            return
-        for triple, contexts in self._ds.store.triples(pattern, context=None):
-            if any(self._active(c) for c in contexts):
-                yield triple
-
-    def _fact_sources(self, s: URIRef, p: URIRef, o: URIRef) -> set[str]:
-        return {_memory_id(c) for *_t, c in self._ds.quads((s, p, o, None)) if self._active(c)}
-
-    def _validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
-        """When and by which memories a fact was stated, and when it was ended (a copy:
-        callers add unlinked sources to it)."""
-        if not self._memo:
-            return self._read_validity(s, p, o)
-        v = self._memo_validity.get((s, p, o))
-        if v is None:
-            if len(self._memo_validity) >= _MEMO_MAX:
-                self._memo_validity.clear()
-            v = self._memo_validity[(s, p, o)] = self._read_validity(s, p, o)
-        return Validity(sources=list(v.sources), ends=list(v.ends))
-
-    def _read_validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
-        v = Validity()
-        for *_t, ctx in self._ds.quads((s, p, o, None)):
-            if self._active(ctx):
-                g = self._ds.graph(URIRef(_iri(ctx)))
-                iri = URIRef(_iri(ctx))
-                asserted = _time(g.value(iri, VOCAB.assertedAt))
-                observed = _time(g.value(iri, VOCAB.observedAt)) or asserted
-                if asserted and observed:
-                    v.sources.append(Source(_memory_id(ctx), observed, asserted))
-        if self._memo:
-            for times in self._ends_index().get((s, p, o), {}).values():
-                v.ends.extend(times)
-            return v
-        for record, _p, _s, ctx in self._ds.quads((None, VOCAB.endsSubject, s, None)):
-            if _kind(ctx) != "ends":
-                continue
-            g = self._ds.graph(URIRef(_iri(ctx)))
-            if (record, VOCAB.endsPredicate, p) in g and (record, VOCAB.endsObject, o) in g:
-                when = _time(g.value(record, VOCAB.endedAt))
-                if when:
-                    v.ends.append(when)
-        return v
-
-    def _mentions(self, node: URIRef) -> int:
-        """Active memory graphs that type (so mention) this entity node."""
-        found = self._memo_mentions.get(node) if self._memo else None
-        if found is None:
-            if len(self._memo_mentions) >= _MEMO_MAX:
-                self._memo_mentions.clear()
-            found = sum(
-                1 for *_t, c in self._ds.quads((node, RDF.type, None, None)) if self._active(c)
-            )
-            self._memo_mentions[node] = found
-        return found
-
-    def _label(self, node: URIRef) -> str:
-        found = self._memo_labels.get(node) if self._memo else None
-        if found is None:
-            found = unquote(str(node).rsplit("/", 1)[-1])
-            for _s, _p, label, _c in self._ds.quads((node, RDFS.label, None, None)):
-                found = str(label)
-                break
-            if len(self._memo_labels) >= _MEMO_MAX:
-                self._memo_labels.clear()
-            self._memo_labels[node] = found
-        return found
-
-    def _graph_triples(self, iri: URIRef) -> list[Triple]:
-        return [
-            (s, p, o)
-            for s, p, o in self._ds.graph(iri).triples((None, None, None))
-            if str(p).startswith(str(REL))
-        ]
-
-    def _fact(self, triple: Triple, v: Validity, hops: int = 0) -> Fact:
-        s, p, o = triple
-        valid_to = v.valid_to
-        return Fact(
-            subject=self._label(s),
-            predicate=str(p)[len(str(REL)) :],
-            object=self._label(o),
-            support=len(v.sources),
-            sources=sorted(src.memory for src in v.sources),
-            hops=hops,
-            first_seen=min(src.asserted for src in v.sources),
-            last_seen=max(src.asserted for src in v.sources),
-            valid_from=v.valid_from,
-            valid_to=valid_to,
-            superseded=v.superseded(datetime.now(UTC)),
+    def _triple(scope: str, rel: Relation) -> Triple:
+        return (
+            entity_iri(scope, rel.subject),
+            relation_iri(rel.predicate),
+            entity_iri(scope, rel.object),
         )
 
     # --- linkage ---------------------------------------------------------------------------
@@ -381,8 +151,8 @@ class GraphStore:
         g = Graph()
         g.add((iri, VOCAB.scope, Literal(scope)))
         g.add((iri, VOCAB.memory, Literal(memory_id)))
-        g.add((iri, VOCAB.assertedAt, _stamp(asserted_at)))
-        g.add((iri, VOCAB.observedAt, _stamp(observed_at)))
+        g.add((iri, VOCAB.assertedAt, stamp(asserted_at)))
+        g.add((iri, VOCAB.observedAt, stamp(observed_at)))
         for ent in extraction.entities:
             node = entity_iri(scope, ent.name)
             type_ = ent.type if ent.type in ENTITY_TYPES else "Other"
@@ -390,15 +160,11 @@ class GraphStore:
             g.add((node, RDFS.label, Literal(" ".join(ent.name.split()))))
         stats = LinkStats()
         for rel in extraction.relations:
-            triple = (
-                entity_iri(scope, rel.subject),
-                REL[predicate_name(rel.predicate)],
-                entity_iri(scope, rel.object),
-            )
+            triple = self._triple(scope, rel)
             if triple in g:
                 continue
             g.add(triple)
-            if self._fact_sources(*triple) - {memory_id}:
+            if self._reads.sources(*triple) - {memory_id}:
                 stats.reinforced += 1
             else:
                 stats.added += 1
@@ -443,71 +209,42 @@ class GraphStore:
         for rel, mid, when in pending:
             if mid == memory_id:
                 continue
-            triple = (
-                entity_iri(scope, rel.subject),
-                REL[predicate_name(rel.predicate)],
-                entity_iri(scope, rel.object),
-            )
+            triple = self._triple(scope, rel)
             unlinked[triple].append(Source(mid, when, when))
             labels.setdefault(triple[0], rel.subject)
             labels.setdefault(triple[2], rel.object)
 
         def validity(triple: Triple) -> Validity:
-            v = self._validity(*triple)
-            known = {src.memory for src in v.sources}
-            v.sources += [src for src in unlinked.get(triple, []) if src.memory not in known]
-            return v
+            return self._reads.validity(*triple).including(unlinked.get(triple, ()))
 
         ends = Graph()
         for triple in self._ds.graph(ends_iri).triples((None, None, None)):
             ends.add(triple)
-        recorded = {
-            (ends.value(r, VOCAB.endsSubject), ends.value(r, VOCAB.endsPredicate),
-             ends.value(r, VOCAB.endsObject))
-            for r in ends.subjects(RDF.type, VOCAB.Supersession)
-        }  # fmt: skip
+        recorded = ended_facts(ends)
         ended: list[Triple] = []
-
-        def end(triple: Triple, when: datetime) -> None:
-            if triple in recorded:
-                return
-            record = BNode()
-            ends.add((record, RDF.type, VOCAB.Supersession))
-            ends.add((record, VOCAB.endsSubject, triple[0]))
-            ends.add((record, VOCAB.endsPredicate, triple[1]))
-            ends.add((record, VOCAB.endsObject, triple[2]))
-            ends.add((record, VOCAB.endedAt, _stamp(when)))
-            recorded.add(triple)
-
         for rel in relations:
             name = predicate_name(rel.predicate)
             if name not in functional and not rel.functional:
                 continue
-            s, p = entity_iri(scope, rel.subject), REL[name]
-            new = (s, p, entity_iri(scope, rel.object))
+            new = self._triple(scope, rel)
+            s, p = new[:2]
             candidates = {
                 (s, p, o)
                 for _s, _p, o, ctx in self._ds.quads((s, p, None, None))
-                if self._active(ctx) and memory_id != _memory_id(ctx)
+                if self._reads.active(ctx) and memory_id != memory_of(ctx)
             } | {t for t in unlinked if t[:2] == (s, p)}
-            for old in sorted(candidates):
-                if old[2] == new[2]:
-                    continue
-                v = validity(old)
-                if not v.sources:
-                    continue
-                if v.valid_at(observed_at):
-                    end(old, observed_at)
-                    ended.append(old)
-                else:
-                    later = [src.observed for src in v.sources if src.observed > observed_at]
-                    if later:  # the stored fact is newer: the memory's own fact ended then
-                        end(new, min(later))
+            others = [(old, validity(old)) for old in sorted(candidates) if old != new]
+            for fact, when in temporal.supersession(new, others, observed_at):
+                if fact not in recorded:  # one end per fact and memory: the first
+                    record_end(ends, fact, when)
+                    recorded.add(fact)
+                if fact != new:
+                    ended.append(fact)
         if len(ends):
             self._commit([self._store.put(ends_iri, ends)])
         facts = []
         for t in dict.fromkeys(ended):
-            fact = self._fact(t, validity(t))
+            fact = self._reads.fact(t, validity(t))
             fact.subject = labels.get(t[0], fact.subject)
             fact.object = labels.get(t[2], fact.object)
             facts.append(fact)
@@ -535,11 +272,11 @@ class GraphStore:
                 g = self._ds.graph(src)
                 if len(g) == 0:
                     continue
-                touched.update(self._graph_triples(src))
+                touched.update(self._reads.graph_triples(src))
                 entries += [self._store.put(dst, g), self._store.drop(src)]
-        before = {t: bool(self._fact_sources(*t)) for t in touched}
+        before = {t: bool(self._reads.sources(*t)) for t in touched}
         self._commit(entries)
-        return sum(1 for t in touched if before[t] != bool(self._fact_sources(*t)))
+        return sum(1 for t in touched if before[t] != bool(self._reads.sources(*t)))
 
     async def retract(self, scope: str, memory_ids: Iterable[str], purge: bool = False) -> int:
         """Remove the memories' graphs (active and trashed). Returns facts that lost their
@@ -556,13 +293,13 @@ class GraphStore:
                 trash_ends_graph_iri(scope, mid),
             ):
                 if len(self._ds.graph(iri)):
-                    touched.update(self._graph_triples(iri))
+                    touched.update(self._reads.graph_triples(iri))
                     entries.append(self._store.drop(iri))
-        before = {t: bool(self._fact_sources(*t)) for t in touched}
+        before = {t: bool(self._reads.sources(*t)) for t in touched}
         self._commit(entries)
         if purge:
             self._store.compact()
-        return sum(1 for t in touched if before[t] and not self._fact_sources(*t))
+        return sum(1 for t in touched if before[t] and not self._reads.sources(*t))
 
     async def orphaned_by(self, scope: str, memory_ids: Iterable[str]) -> int:
         """How many facts would lose their last support if these memories went."""
@@ -571,8 +308,8 @@ class GraphStore:
     def _orphaned_sync(self, scope: str, memory_ids: set[str]) -> int:
         triples = set()
         for mid in memory_ids:
-            triples.update(self._graph_triples(memory_graph_iri(scope, mid)))
-        return sum(1 for t in triples if self._fact_sources(*t) <= memory_ids)
+            triples.update(self._reads.graph_triples(memory_graph_iri(scope, mid)))
+        return sum(1 for t in triples if self._reads.sources(*t) <= memory_ids)
 
     async def outdated(
         self,
@@ -593,23 +330,11 @@ class GraphStore:
         out = set()
         for mid, (observed, relations) in memories.items():
             if relations is None:
-                triples = self._graph_triples(memory_graph_iri(scope, mid))
+                triples = self._reads.graph_triples(memory_graph_iri(scope, mid))
             else:
-                triples = [
-                    (entity_iri(scope, r.subject), REL[predicate_name(r.predicate)],
-                     entity_iri(scope, r.object))
-                    for r in relations
-                ]  # fmt: skip
-            if not triples:
-                continue
-            stale = 0
-            for triple in triples:
-                v = self._validity(*triple)
-                if mid not in {src.memory for src in v.sources}:
-                    v.sources.append(Source(mid, observed, observed))
-                if not v.valid_at(when):
-                    stale += 1
-            if stale == len(triples):
+                triples = [self._triple(scope, r) for r in relations]
+            facts = [self._reads.validity(*t) for t in triples]
+            if temporal.outdated(Source(mid, observed, observed), facts, when):
                 out.add(mid)
         return out
 
@@ -620,34 +345,19 @@ class GraphStore:
 
     # --- reads -----------------------------------------------------------------------------
 
-    async def link(self, scope: str, *texts: str, max_words: int = 5) -> list[URIRef]:
-        """Entity nodes of the scope named in the texts (any 1-5 word span, any case), in
-        order of first mention, the first text's first. One call for all: a recall links
-        the query and its top memories."""
+    async def entities_named(self, scope: str, names: Iterable[str]) -> list[URIRef]:
+        """The entity nodes of the scope that these names denote (any case or spacing) and
+        that an active memory mentions, each once, in the order of the names."""
 
         def run() -> list[URIRef]:
             found: dict[URIRef, None] = {}
-            for text in texts:
-                found.update(dict.fromkeys(self._link_sync(scope, text, max_words)))
+            for name in names:
+                node = entity_iri(scope, name)
+                if node not in found and self._reads.mentions(node):
+                    found[node] = None
             return list(found)
 
         return await self._locked(run)
-
-    def _link_sync(self, scope: str, text: str, max_words: int) -> list[URIRef]:
-        words = [w.strip(".") for w in re.findall(r"[\w'’&\-.]+", text)]
-        found: dict[URIRef, None] = {}
-        for n in range(max_words, 0, -1):
-            for i in range(len(words) - n + 1):
-                span = " ".join(words[i : i + n])
-                for candidate in (span, re.sub(r"'s$", "", span)):
-                    node = entity_iri(scope, candidate)
-                    if self._mentions(node):
-                        found[node] = None
-        # The extractors name the speaker "User": a first-person question is about them.
-        user = entity_iri(scope, "User")
-        if _FIRST_PERSON.search(text) and user not in found and self._mentions(user):
-            found[user] = None
-        return list(found)
 
     async def facts(
         self,
@@ -660,101 +370,32 @@ class GraphStore:
         """Facts reachable from the seeds within ``hops`` (breadth first, best supported
         first within a hop). With ``as_of``, only the facts valid then; without, current
         facts and the superseded ones (flagged) alike."""
-        return await self._locked(self._facts_sync, scope, seeds, hops, limit, as_of)
-
-    def _facts_sync(
-        self, scope: str, seeds: list[URIRef], hops: int, limit: int, as_of: datetime | None
-    ) -> list[Fact]:
-        seen_nodes = set(seeds)
-        frontier = list(seeds)
-        out: dict[Triple, Fact] = {}
-        for hop in range(1, hops + 1):
-            found: dict[Triple, Validity] = {}
-            for node in frontier:
-                for triple, v in self._edges(node):
-                    if triple in out or triple in found:
-                        continue
-                    if as_of is None or v.valid_at(as_of):
-                        found[triple] = v
-            ranked = sorted(
-                found.items(), key=lambda kv: (kv[1].valid_to is not None, -len(kv[1].sources))
-            )
-            next_frontier = []
-            for triple, v in ranked:
-                if len(out) >= limit:
-                    break
-                out[triple] = self._fact(triple, v, hop)
-                for node in (triple[0], triple[2]):
-                    if node not in seen_nodes:
-                        seen_nodes.add(node)
-                        next_frontier.append(node)
-            frontier = next_frontier
-            if not frontier or len(out) >= limit:
-                break
-        return list(out.values())
+        return await self._locked(self._reads.walk, seeds, hops, limit, as_of)
 
     async def memory_facts(self, scope: str, memory_ids: Iterable[str]) -> list[Fact]:
         """The facts these memories assert (each once), as :meth:`facts` renders them."""
-        return await self._locked(self._memory_facts_sync, scope, list(memory_ids))
-
-    def _memory_facts_sync(self, scope: str, memory_ids: list[str]) -> list[Fact]:
-        out: dict[Triple, Fact] = {}
-        for memory_id in memory_ids:
-            for triple in self._graph_triples(memory_graph_iri(scope, memory_id)):
-                if triple not in out:
-                    out[triple] = self._fact(triple, self._validity(*triple))
-        return list(out.values())
+        return await self._locked(self._reads.memory_facts, scope, list(memory_ids))
 
     async def entity_support(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         """For each entity name, how many active memory graphs of the scope mention it."""
         return await self._locked(
-            lambda: {name: self._mentions(entity_iri(scope, name)) for name in names}
+            lambda: {name: self._reads.mentions(entity_iri(scope, name)) for name in names}
         )
 
     async def memories_mentioning(self, scope: str, name: str) -> set[str]:
         """Memories (active or trashed) whose graph mentions the entity."""
-        return await self._locked(self._mentioning_sync, scope, name)
-
-    def _mentioning_sync(self, scope: str, name: str) -> set[str]:
-        node = entity_iri(scope, name)
-        return {
-            _memory_id(c)
-            for *_t, c in self._ds.quads((node, RDF.type, None, None))
-            if _iri(c).startswith(scope_base(scope)) and _kind(c) in ("memory", "trash")
-        }
+        return await self._locked(self._reads.mentioning, scope, name)
 
     async def provenance(self) -> dict[tuple[str, str], set[str]]:
         """Memory ids per (scope, graph kind) over every non-empty named graph of ours; kinds
         are 'memory', 'ends', 'trash' and 'trash-ends' (for integrity checks)."""
-        return await self._locked(self._provenance_sync)
-
-    def _provenance_sync(self) -> dict[tuple[str, str], set[str]]:
-        contexts = {_iri(c) for *_t, c in self._ds.quads((None, None, None, None))}
-        out: dict[tuple[str, str], set[str]] = defaultdict(set)
-        for iri in contexts:
-            parts = iri.removeprefix(BASE + "id/").split("/")
-            if iri.startswith(BASE + "id/") and len(parts) == 3:
-                out[(unquote(parts[0]), parts[1])].add(parts[2])
-        return dict(out)
+        return await self._locked(self._reads.graphs)
 
     async def export_trig(self) -> tuple[str, int]:
         """Every named graph of ours as TriG: one graph per memory (its entities, relations
         and its provenance: scope, memory id, assertedAt, observedAt), the ``ends``
         graphs of superseded facts, and the trash variants. Returns it and its quad count."""
-        return await self._locked(self._export_sync)
-
-    def _export_sync(self) -> tuple[str, int]:
-        out = Dataset()
-        out.bind("cm", VOCAB)
-        out.bind("rel", REL)
-        quads = 0
-        for s, p, o, c in self._ds.quads((None, None, None, None)):
-            if _kind(c):
-                out.graph(URIRef(_iri(c))).add((s, p, o))
-                quads += 1
-        with warnings.catch_warnings():  # rdflib's TriG code calls its own deprecated API
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return out.serialize(format="trig"), quads
+        return await self._locked(graph_io.export_trig, self._ds)
 
     async def import_trig(self, data: str) -> int:
         """Add the named graphs of an export (each replaces a graph of the same name);
@@ -762,48 +403,13 @@ class GraphStore:
         return await self._locked(self._import_sync, data)
 
     def _import_sync(self, data: str) -> int:
-        incoming = Dataset()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            incoming.parse(data=data, format="trig")
-        graphs: dict[str, Graph] = defaultdict(Graph)
-        quads = 0
-        for s, p, o, c in incoming.quads((None, None, None, None)):
-            if not _kind(c):
-                raise StoreError(f"the import names a graph that is not ours: {_iri(c)[:120]}")
-            graphs[_iri(c)].add((s, p, o))
-            quads += 1
+        graphs, quads = graph_io.parse_trig(data)
         self._commit([self._store.put(URIRef(iri), g) for iri, g in graphs.items()])
         return quads
 
     async def count_facts(self) -> dict[str, int]:
         """Distinct facts (current or superseded) per scope."""
-        return await self._locked(self._count_sync)
-
-    def _count_sync(self) -> dict[str, int]:
-        facts: dict[str, set] = defaultdict(set)
-        for s, p, o, c in self._ds.quads((None, None, None, None)):
-            if str(p).startswith(str(REL)) and self._active(c):
-                scope = unquote(_iri(c)[len(BASE + "id/") :].split("/", 1)[0])
-                facts[scope].add((s, p, o))
-        return {k: len(v) for k, v in facts.items()}
+        return await self._locked(self._reads.count_facts)
 
     async def turtle(self, scope: str, max_triples: int) -> str:
-        return await self._locked(self._turtle_sync, scope, max_triples)
-
-    def _turtle_sync(self, scope: str, max_triples: int) -> str:
-        g = Graph()
-        g.bind("cm", VOCAB)
-        g.bind("rel", REL)
-        g.bind("e", Namespace(scope_base(scope) + "entity/"))
-        prefix = scope_base(scope) + "memory/"
-        # Facts first, then what names and types their entities, up to the bound.
-        for facts in (True, False):
-            for s, p, o, c in self._ds.quads((None, None, None, None)):
-                if len(g) >= max_triples:
-                    break
-                if str(p).startswith(str(REL)) != facts:
-                    continue
-                if _iri(c).startswith(prefix) and not str(s).startswith(prefix):
-                    g.add((s, p, o))
-        return g.serialize(format="turtle")
+        return await self._locked(graph_io.turtle, self._ds, scope, max_triples)

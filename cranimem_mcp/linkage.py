@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .extraction import canonical_name, extract_one
-from .graph import predicate_name
+from .extraction import extract_one
 from .models import ENTITY_TYPES, Entity, Extraction, Relation
+from .naming import canonical_name, predicate_name
 
 
 def check(extraction: Extraction, max_name: int = 200) -> Extraction:

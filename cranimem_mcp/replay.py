@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import consolidation, linkage
 from .errors import BackendUnavailable, ModelOutputError
-from .extraction import HeuristicExtractor, canonical_name
+from .extraction import HeuristicExtractor
 from .heuristics import HeuristicTagger
 from .llm import current_meter, metered
 from .models import ConsolidationReport, Decision
+from .naming import canonical_name
 from .retrieval import fact_text
 from .temporal import decay
 from .validation import check_scope, now

@@ -4,6 +4,11 @@
   recorded against it. A fact is valid at *t* if some source asserted it by *t* and no end
   came after that source and by *t*; so a fact asserted anew after it was ended is current
   again.
+- :func:`supersession`: what stating a new value of a single-valued relation ends. Each
+  other value still valid then ends then; a value that only begins later ends the new one
+  when it begins (a memory of 2016 read after one of 2020).
+- :func:`outdated`: a memory is outdated when it states facts and none of them is valid any
+  more ("In 2014 I moved to Oslo", once the user moved on).
 - :func:`observed_at`: the event time a text states ("in March 2021", "on 2024-05-03"),
   else ``None`` (the caller uses the write time).
 - :func:`decay`: the weight left after ``age`` with a half-life; the paper's "selective
@@ -13,21 +18,45 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+F = TypeVar("F", bound=Hashable)  # a fact, as its store names it (the graph: a triple)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Source:
+    """A memory that states the fact: when it says the fact was observed, when written."""
+
     memory: str
     observed: datetime
     asserted: datetime
 
 
-@dataclass
+@dataclass(frozen=True)
 class Validity:
-    sources: list[Source] = field(default_factory=list)
-    ends: list[datetime] = field(default_factory=list)
+    """A fact's sources and the ends recorded against it. Immutable, so a store may hand
+    out the one it remembers; :meth:`including` gives a copy with more sources."""
+
+    sources: tuple[Source, ...] = ()
+    ends: tuple[datetime, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "ends", tuple(self.ends))
+
+    def including(self, sources: Iterable[Source]) -> Validity:
+        """This validity with the given sources added, except those of memories already
+        among its sources (a memory states a fact once)."""
+        known = {s.memory for s in self.sources}
+        extra = []
+        for s in sources:
+            if s.memory not in known:
+                known.add(s.memory)
+                extra.append(s)
+        return Validity(self.sources + tuple(extra), self.ends) if extra else self
 
     def valid_at(self, when: datetime) -> bool:
         return any(
@@ -55,6 +84,33 @@ class Validity:
     def superseded(self, now: datetime) -> bool:
         end = self.valid_to
         return end is not None and end <= now
+
+
+def supersession(
+    new: F, others: Iterable[tuple[F, Validity]], at: datetime
+) -> list[tuple[F, datetime]]:
+    """The ends a memory records when it states ``new`` at ``at`` for a single-valued
+    relation whose other values, with their validity, are ``others``: each other value
+    valid at ``at`` ends at ``at``; each one not valid then but stated after ``at`` ends
+    ``new`` at its first source after ``at`` (the stored fact is newer than the memory).
+    Values without sources, and ``new`` itself, end nothing. In the order of ``others``; a
+    store records one end per fact and memory, the first."""
+    ends: list[tuple[F, datetime]] = []
+    for fact, v in others:
+        if fact == new or not v.sources:
+            continue
+        if v.valid_at(at):
+            ends.append((fact, at))
+        elif later := [s.observed for s in v.sources if s.observed > at]:
+            ends.append((new, min(later)))
+    return ends
+
+
+def outdated(source: Source, facts: Sequence[Validity], when: datetime) -> bool:
+    """Whether the memory of ``source`` is outdated at ``when``: it states at least one fact
+    and none of them is valid then. The memory counts as a source of each of its facts
+    (one not linked into the graph yet is not among their sources)."""
+    return bool(facts) and not any(v.including([source]).valid_at(when) for v in facts)
 
 
 _MONTHS = {

@@ -28,9 +28,9 @@ from starlette.routing import Route
 
 from .engine import MemoryEngine
 from .errors import CranimemError, InvalidInput, NotFound
-from .extraction import canonical_name
-from .graph import entity_iri
 from .models import MEMORY_ID_RE, SCOPE_RE
+from .naming import canonical_name
+from .vocabulary import entity_iri
 
 logger = logging.getLogger(__name__)
 

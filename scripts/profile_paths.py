@@ -46,7 +46,8 @@ def timed(owner: object, name: str, label: str) -> None:
 for n in ("add", "upsert", "update", "touch", "rows", "find_hash", "count", "nearest",
           "hybrid", "maintain"):  # fmt: skip
     timed(EpisodicStore, n, f"episodic.{n}")
-for n in ("put", "supersede", "link", "facts", "outdated", "entity_support", "deactivate"):
+for n in ("put", "supersede", "entities_named", "facts", "outdated", "entity_support",
+          "deactivate"):  # fmt: skip
     timed(GraphStore, n, f"graph.{n}")
 for n in ("_prepare", "_unlinked_relations", "_evict_overflow"):
     timed(MemoryEngine, n, f"engine.{n}")

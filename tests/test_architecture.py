@@ -1,5 +1,6 @@
 """The layering of STYLE.md, checked by parsing imports: nothing imports the edges (server,
-cli, eval), and only the engine among core modules sees Settings."""
+cli, eval), only the engine among core modules sees Settings, and the domain's rules
+(naming, temporal) import nothing of ours."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 EDGES = {"server", "cli", "eval", "demo"}
 CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval", "heap",
         "linkage", "heuristics", "extraction", "models", "errors", "state", "working_set",
-        "validation"}  # fmt: skip
+        "validation", "naming", "temporal", "vocabulary", "graph_io", "provenance"}  # fmt: skip
+DOMAIN = {"naming", "temporal"}  # the domain's rules, pure: they import nothing of ours
 
 
 def internal_imports(path: Path) -> set[str]:
@@ -39,6 +41,12 @@ def test_core_modules_do_not_read_settings():
     for name in CORE:
         imports = internal_imports(PACKAGE / f"{name}.py")
         assert "config" not in imports, f"{name}.py imports config"
+
+
+def test_domain_rules_import_nothing_internal():
+    for name in DOMAIN:
+        imports = internal_imports(PACKAGE / f"{name}.py")
+        assert not imports, f"{name}.py imports {imports}"
 
 
 def test_no_print_in_the_package_outside_the_cli():

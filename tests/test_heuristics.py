@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cranimem_mcp.extraction import HeuristicExtractor, canonical_name
+from cranimem_mcp.extraction import HeuristicExtractor
 from cranimem_mcp.heuristics import HeuristicTagger
+from cranimem_mcp.naming import canonical_name
 
 pytestmark = pytest.mark.anyio
 GOAL = "Help the user plan their trip to Japan in May"

@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from cranimem_mcp.consolidation import ReplayParams, decide, entity_counts
+from cranimem_mcp.retrieval import mentions
 
 pytestmark = pytest.mark.anyio
 TRIP = "Help the user plan their trip to Japan in May"
@@ -130,6 +131,15 @@ async def test_two_hop_question_is_answered_from_graph_facts(open_engine):
         assert triples[("Alice", "works_at", "Acme Robotics")].sources == [a.id]
         assert "Berlin" in result.context and result.items == []
         assert ("Bob", "works_at", "Globex") not in triples
+
+
+def test_a_text_mentions_its_spans_longest_first_then_the_speaker():
+    names = mentions("I met Ana's brother.", max_words=2)
+    assert names[:4] == ["I met", "I met", "met Ana's", "met Ana"]
+    assert names[4:6] == ["Ana's brother", "Ana's brother"]
+    assert {"Ana", "brother"} <= set(names) and "brother." not in names
+    assert names[-1] == "User" and "User" not in mentions("Ana's brother")
+    assert not any(len(n.split()) > 2 for n in names)
 
 
 async def test_repeated_fact_is_reinforced_not_duplicated(open_engine):

@@ -6,7 +6,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cranimem_mcp.temporal import Source, Validity, decay, observed_at
+from cranimem_mcp.temporal import (
+    Source,
+    Validity,
+    decay,
+    observed_at,
+    outdated,
+    supersession,
+)
 
 pytestmark = pytest.mark.anyio
 LIFE = "Remember durable facts about the user's life"
@@ -160,6 +167,63 @@ def test_validity_reopens_a_fact_asserted_anew():
     assert v.valid_to is None and v.valid_from == t[3]
     v = Validity(sources=[Source("m1", t[0], t[0])], ends=[t[2]])
     assert v.valid_to == t[2] and v.superseded(t[4]) and not v.superseded(t[1])
+
+
+Y = [datetime(2010 + i, 1, 1, tzinfo=UTC) for i in range(10)]
+
+
+def stated(*years: int, ends: tuple[int, ...] = ()) -> Validity:
+    return Validity(sources=[Source(f"m{y}", Y[y], Y[y]) for y in years], ends=[Y[e] for e in ends])
+
+
+def test_a_new_value_ends_the_values_valid_when_it_was_observed():
+    others = [("paris", stated(1)), ("rome", stated(2)), ("oslo", stated(1, ends=(3,)))]
+    # At Y[5] Paris and Rome still hold and end then; Oslo had ended at Y[3] already.
+    assert supersession("berlin", others, Y[5]) == [("paris", Y[5]), ("rome", Y[5])]
+
+
+def test_a_value_stated_later_ends_the_new_one_when_it_began():
+    # A memory of Y[2] read after memories of Y[4] and Y[6]: its own fact ended at Y[4], the
+    # first later statement, not at the latest, and the later values are not ended.
+    others = [("rome", stated(4, 6))]
+    assert supersession("paris", others, Y[2]) == [("paris", Y[4])]
+
+
+def test_the_same_value_or_one_without_sources_ends_nothing():
+    others = [("berlin", stated(1)), ("rome", Validity()), ("oslo", stated(1, ends=(3,)))]
+    assert supersession("berlin", others, Y[5]) == []
+
+
+def test_a_value_asserted_anew_after_its_end_is_ended_again():
+    assert supersession("berlin", [("paris", stated(1, 4, ends=(3,)))], Y[5]) == [("paris", Y[5])]
+
+
+def test_a_memory_is_outdated_only_when_none_of_its_facts_holds():
+    me = Source("m1", Y[1], Y[1])
+    moved, job = stated(1, ends=(3,)), stated(1)
+    assert outdated(me, [moved, moved], Y[4])
+    assert not outdated(me, [moved, job], Y[4])  # the job still holds
+    assert not outdated(me, [moved], Y[2])  # not yet: the move came at Y[3]
+    assert not outdated(me, [], Y[9])  # a memory stating no fact never is
+
+
+def test_an_unlinked_memory_counts_as_the_source_of_its_facts():
+    # A buffer memory's fact is in no graph yet: no sources, but an end recorded against
+    # it by a later write. Counted as stated by the memory, it held until that end.
+    me = Source("m1", Y[1], Y[1])
+    ended_unlinked = Validity(ends=[Y[3]])
+    assert outdated(me, [ended_unlinked], Y[4])
+    assert not outdated(me, [ended_unlinked], Y[2])
+    # Restated after the end by another memory: current again, so not outdated.
+    assert not outdated(me, [stated(5, ends=(3,))], Y[6])
+
+
+def test_validity_including_adds_each_memory_once():
+    v = stated(1)
+    more = v.including([Source("m1", Y[7], Y[7]), Source("m2", Y[2], Y[2])])
+    assert [s.memory for s in more.sources] == ["m1", "m2"] and more.sources[0].observed == Y[1]
+    assert v.sources == (Source("m1", Y[1], Y[1]),)  # unchanged: validities are values
+    assert v.including([Source("m1", Y[3], Y[3])]) is v
 
 
 def test_observed_at_reads_stated_dates():

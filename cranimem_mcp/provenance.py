@@ -1,0 +1,337 @@
+"""The read side of the knowledge graph: what it says about each fact and entity, and on
+whose word. A fact's *sources* are the active memory graphs that state it (with when each
+memory says it was observed and when it was written); its *validity* adds the end records
+held against it in the active ``ends`` graphs; an entity's *mentions* are the active memory
+graphs that type it. The walk from seed entities (the graph path of recall) reads these.
+
+:class:`Provenance` reads a dataset it does not write. What it reads a recall repeats is
+remembered until :meth:`Provenance.changed`, which the store calls after every commit: the
+dataset changes only in a commit, and the store is its only writer. A shared SPARQL server
+can change under us (replicas), so there the store asks for no memos.
+
+An end record (``cm:Supersession``: ``endsSubject``, ``endsPredicate``, ``endsObject``,
+``endedAt``) is written by :func:`record_end` and read here and nowhere else; the rules that
+decide them are in :mod:`cranimem_mcp.temporal`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import unquote
+
+from rdflib import RDF, RDFS, BNode, Dataset, Graph, URIRef
+
+from .models import Fact
+from .temporal import Source, Validity
+from .vocabulary import (
+    BASE,
+    REL,
+    VOCAB,
+    Triple,
+    entity_iri,
+    graph_kind,
+    graph_name,
+    is_relation,
+    memory_graph_iri,
+    memory_of,
+    parse_time,
+    scope_base,
+    stamp,
+)
+
+_MEMO_MAX = 200_000  # remembered reads between commits, at most
+_MEMO_EDGES_MAX = 4096  # nodes whose relations are remembered between commits, at most
+
+
+def record_end(ends: Graph, triple: Triple, when: datetime) -> None:
+    """Add to an ``ends`` graph the record that the fact's validity ended ``when``."""
+    record = BNode()
+    ends.add((record, RDF.type, VOCAB.Supersession))
+    ends.add((record, VOCAB.endsSubject, triple[0]))
+    ends.add((record, VOCAB.endsPredicate, triple[1]))
+    ends.add((record, VOCAB.endsObject, triple[2]))
+    ends.add((record, VOCAB.endedAt, stamp(when)))
+
+
+def ended_facts(ends: Graph) -> set[tuple[Any, Any, Any]]:
+    """The facts an ``ends`` graph holds a record against (a part may be ``None`` in a
+    damaged record: it matches no fact)."""
+    return {
+        (ends.value(r, VOCAB.endsSubject), ends.value(r, VOCAB.endsPredicate),
+         ends.value(r, VOCAB.endsObject))
+        for r in ends.subjects(RDF.type, VOCAB.Supersession)
+    }  # fmt: skip
+
+
+class Provenance:
+    """Sources, validity, mentions and labels read from ``ds``; remembered with ``memo``."""
+
+    def __init__(self, ds: Dataset, memo: bool) -> None:
+        self._ds = ds
+        self._memo = memo
+        self._memo_validity: dict[Triple, Validity] = {}
+        self._memo_mentions: dict[URIRef, int] = {}
+        self._memo_labels: dict[URIRef, str] = {}
+        self._memo_edges: dict[URIRef, list[tuple[Triple, Validity]]] = {}
+        # With memos: the end records of the active "ends" graphs, by the fact they end
+        # (fact -> graph -> end times), built on first use and kept in step by changed()
+        # for the graphs a commit names. Why: finding a fact's ends by scanning every record
+        # about its subject grew with the history (supersede was 60% of a write's cost at
+        # 1.5k memories, docs/RESULTS.md); this costs what the commit changed.
+        self._ends: dict[Triple, dict[str, list[datetime]]] | None = None
+        self._ends_of_graph: dict[str, list[Triple]] = {}
+
+    def reset(self) -> None:
+        """Forget everything, the ends index too (the dataset was opened anew)."""
+        self.forget()
+        self._ends = None
+
+    def changed(self, entries: list[Any]) -> None:
+        """After a commit (or a failed one) of these entries: forget the memos, re-read the
+        ``ends`` graphs it named."""
+        self.forget()
+        if self._ends is not None:
+            try:
+                for entry in entries:
+                    if graph_kind(entry["graph"]) == "ends":
+                        self._index_ends(entry["graph"])
+            except Exception:  # an entry of another shape: rebuild on next use
+                self._ends = None
+                raise
+
+    def _ends_index(self) -> dict[Triple, dict[str, list[datetime]]]:
+        if self._ends is None:
+            self._ends, self._ends_of_graph = {}, {}
+            graphs = {graph_name(ctx) for ctx in self._ds.contexts() if graph_kind(ctx) == "ends"}
+            for iri in graphs:
+                self._index_ends(iri)
+        return self._ends
+
+    def _index_ends(self, iri: str) -> None:
+        """(Re)read one ends graph into the index."""
+        assert self._ends is not None
+        for triple in self._ends_of_graph.pop(iri, []):
+            by_graph = self._ends.get(triple)
+            if by_graph is not None:
+                by_graph.pop(iri, None)
+                if not by_graph:
+                    del self._ends[triple]
+        g = self._ds.graph(URIRef(iri))
+        ended: list[Triple] = []
+        for record in g.subjects(RDF.type, VOCAB.Supersession):
+            triple = (
+                g.value(record, VOCAB.endsSubject),
+                g.value(record, VOCAB.endsPredicate),
+                g.value(record, VOCAB.endsObject),
+            )
+            when = parse_time(g.value(record, VOCAB.endedAt))
+            if None in triple or when is None:
+                continue
+            self._ends.setdefault(triple, {}).setdefault(iri, []).append(when)  # type: ignore[arg-type]
+            ended.append(triple)  # type: ignore[arg-type]
+        if ended:
+            self._ends_of_graph[iri] = ended
+
+    def forget(self) -> None:
+        """Drop what is remembered (the dataset changed)."""
+        self._memo_validity.clear()
+        self._memo_mentions.clear()
+        self._memo_labels.clear()
+        self._memo_edges.clear()
+
+    @staticmethod
+    def active(ctx: object) -> bool:
+        """Whether a quad's graph is an active memory graph (not ends, not trash)."""
+        return graph_kind(ctx) == "memory"
+
+    def edges(self, node: URIRef) -> list[tuple[Triple, Validity]]:
+        """The relations (facts) at a node, in or out, with their validity; remembered until
+        the next commit (recalls walk from the same popular entities again and again)."""
+        found = self._memo_edges.get(node) if self._memo else None
+        if found is None:
+            found = [
+                (triple, self.validity(*triple))
+                for pattern in ((node, None, None), (None, None, node))
+                for triple in self._active_triples(pattern)
+                if is_relation(triple[1])
+            ]
+            if self._memo:
+                if len(self._memo_edges) >= _MEMO_EDGES_MAX:
+                    self._memo_edges.clear()
+                self._memo_edges[node] = found
+        return found
+
+    def _active_triples(self, pattern: tuple[Any, Any, Any]) -> Iterable[Triple]:
+        """Each triple matching ``pattern`` that an active memory graph holds, once.
+
+        Why not the quads: an entity many memories mention holds the same triple in each of
+        their graphs, and walking every copy made the graph path of a recall 130 ms at 10k
+        memories (docs/RESULTS.md). The local store lists each triple once with its graphs;
+        a remote store is asked for quads, as before."""
+        if not self._memo:
+            seen: set[Triple] = set()
+            for s, p, o, ctx in self._ds.quads((*pattern, None)):
+                if (s, p, o) not in seen and self.active(ctx):
+                    seen.add((s, p, o))
+                    yield (s, p, o)
+            return
+        for triple, contexts in self._ds.store.triples(pattern, context=None):
+            if any(self.active(c) for c in contexts):
+                yield triple
+
+    def sources(self, s: URIRef, p: URIRef, o: URIRef) -> set[str]:
+        return {memory_of(c) for *_t, c in self._ds.quads((s, p, o, None)) if self.active(c)}
+
+    def validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
+        """When and by which memories a fact was stated, and when it was ended."""
+        if not self._memo:
+            return self._read_validity(s, p, o)
+        v = self._memo_validity.get((s, p, o))
+        if v is None:
+            if len(self._memo_validity) >= _MEMO_MAX:
+                self._memo_validity.clear()
+            v = self._memo_validity[(s, p, o)] = self._read_validity(s, p, o)
+        return v
+
+    def _read_validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:
+        sources: list[Source] = []
+        for *_t, ctx in self._ds.quads((s, p, o, None)):
+            if self.active(ctx):
+                iri = URIRef(graph_name(ctx))
+                g = self._ds.graph(iri)
+                asserted = parse_time(g.value(iri, VOCAB.assertedAt))
+                observed = parse_time(g.value(iri, VOCAB.observedAt)) or asserted
+                if asserted and observed:
+                    sources.append(Source(memory_of(ctx), observed, asserted))
+        ends: list[datetime] = []
+        if self._memo:
+            for times in self._ends_index().get((s, p, o), {}).values():
+                ends.extend(times)
+            return Validity(sources, ends)
+        for record, _p, _s, ctx in self._ds.quads((None, VOCAB.endsSubject, s, None)):
+            if graph_kind(ctx) != "ends":
+                continue
+            g = self._ds.graph(URIRef(graph_name(ctx)))
+            if (record, VOCAB.endsPredicate, p) in g and (record, VOCAB.endsObject, o) in g:
+                when = parse_time(g.value(record, VOCAB.endedAt))
+                if when:
+                    ends.append(when)
+        return Validity(sources, ends)
+
+    def mentions(self, node: URIRef) -> int:
+        """Active memory graphs that type (so mention) this entity node."""
+        found = self._memo_mentions.get(node) if self._memo else None
+        if found is None:
+            if len(self._memo_mentions) >= _MEMO_MAX:
+                self._memo_mentions.clear()
+            found = sum(
+                1 for *_t, c in self._ds.quads((node, RDF.type, None, None)) if self.active(c)
+            )
+            self._memo_mentions[node] = found
+        return found
+
+    def _label(self, node: URIRef) -> str:
+        found = self._memo_labels.get(node) if self._memo else None
+        if found is None:
+            found = unquote(str(node).rsplit("/", 1)[-1])
+            for _s, _p, label, _c in self._ds.quads((node, RDFS.label, None, None)):
+                found = str(label)
+                break
+            if len(self._memo_labels) >= _MEMO_MAX:
+                self._memo_labels.clear()
+            self._memo_labels[node] = found
+        return found
+
+    def graph_triples(self, iri: URIRef) -> list[Triple]:
+        return [
+            (s, p, o)
+            for s, p, o in self._ds.graph(iri).triples((None, None, None))
+            if is_relation(p)
+        ]
+
+    def fact(self, triple: Triple, v: Validity, hops: int = 0) -> Fact:
+        s, p, o = triple
+        valid_to = v.valid_to
+        return Fact(
+            subject=self._label(s),
+            predicate=str(p)[len(str(REL)) :],
+            object=self._label(o),
+            support=len(v.sources),
+            sources=sorted(src.memory for src in v.sources),
+            hops=hops,
+            first_seen=min(src.asserted for src in v.sources),
+            last_seen=max(src.asserted for src in v.sources),
+            valid_from=v.valid_from,
+            valid_to=valid_to,
+            superseded=v.superseded(datetime.now(UTC)),
+        )
+
+    def walk(
+        self, seeds: list[URIRef], hops: int, limit: int, as_of: datetime | None
+    ) -> list[Fact]:
+        """Facts reachable from the seeds within ``hops`` (breadth first, best supported
+        first within a hop); with ``as_of``, only those valid then."""
+        seen_nodes = set(seeds)
+        frontier = list(seeds)
+        out: dict[Triple, Fact] = {}
+        for hop in range(1, hops + 1):
+            found: dict[Triple, Validity] = {}
+            for node in frontier:
+                for triple, v in self.edges(node):
+                    if triple in out or triple in found:
+                        continue
+                    if as_of is None or v.valid_at(as_of):
+                        found[triple] = v
+            ranked = sorted(
+                found.items(), key=lambda kv: (kv[1].valid_to is not None, -len(kv[1].sources))
+            )
+            next_frontier = []
+            for triple, v in ranked:
+                if len(out) >= limit:
+                    break
+                out[triple] = self.fact(triple, v, hop)
+                for node in (triple[0], triple[2]):
+                    if node not in seen_nodes:
+                        seen_nodes.add(node)
+                        next_frontier.append(node)
+            frontier = next_frontier
+            if not frontier or len(out) >= limit:
+                break
+        return list(out.values())
+
+    def memory_facts(self, scope: str, memory_ids: list[str]) -> list[Fact]:
+        out: dict[Triple, Fact] = {}
+        for memory_id in memory_ids:
+            for triple in self.graph_triples(memory_graph_iri(scope, memory_id)):
+                if triple not in out:
+                    out[triple] = self.fact(triple, self.validity(*triple))
+        return list(out.values())
+
+    def mentioning(self, scope: str, name: str) -> set[str]:
+        node = entity_iri(scope, name)
+        return {
+            memory_of(c)
+            for *_t, c in self._ds.quads((node, RDF.type, None, None))
+            if graph_name(c).startswith(scope_base(scope)) and graph_kind(c) in ("memory", "trash")
+        }
+
+    def graphs(self) -> dict[tuple[str, str], set[str]]:
+        """Memory ids per (scope, graph kind) over every non-empty named graph of ours."""
+        contexts = {graph_name(c) for *_t, c in self._ds.quads((None, None, None, None))}
+        out: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for iri in contexts:
+            parts = iri.removeprefix(BASE + "id/").split("/")
+            if iri.startswith(BASE + "id/") and len(parts) == 3:
+                out[(unquote(parts[0]), parts[1])].add(parts[2])
+        return dict(out)
+
+    def count_facts(self) -> dict[str, int]:
+        facts: dict[str, set] = defaultdict(set)
+        for s, p, o, c in self._ds.quads((None, None, None, None)):
+            if is_relation(p) and self.active(c):
+                scope = unquote(graph_name(c)[len(BASE + "id/") :].split("/", 1)[0])
+                facts[scope].add((s, p, o))
+        return {k: len(v) for k, v in facts.items()}
