@@ -65,11 +65,9 @@ for n in ("compact", "commit"):
     timed(JournaledDataset, n, f"graph journal.{n}")
 for n in ("put", "supersede", "entity_support", "retract", "memory_facts", "deactivate"):
     timed(GraphStore, n, f"graph.{n}")
-for n in ("consolidate", "_replay_scope", "_prune_longterm", "_purge_expired_trash",
-          "embed_new_facts", "_decide", "_apply"):  # fmt: skip
-    timed(replay, n, f"replay.{n}")
-timed(MemoryEngine, "_evict_overflow", "engine._evict_overflow")
-MemoryEngine.consolidate = replay.consolidate  # the engine binds it at class creation
+for n in ("run", "_replay_scope", "_prune_longterm", "_purge_expired_trash",
+          "embed_new_facts", "_decide", "_apply", "evict_overflow"):  # fmt: skip
+    timed(replay.Consolidator, n, f"replay.{n}")
 
 
 def disk_mb(path: Path) -> float:

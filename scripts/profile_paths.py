@@ -48,10 +48,10 @@ for n in ("add", "upsert", "update", "touch", "rows", "find_hash", "count", "nea
     timed(EpisodicStore, n, f"episodic.{n}")
 for n in ("put", "supersede", "link", "facts", "outdated", "entity_support", "deactivate"):
     timed(GraphStore, n, f"graph.{n}")
-for n in ("_prepare", "_unlinked_relations", "_evict_overflow"):
+for n in ("_prepare", "_unlinked_relations"):
     timed(MemoryEngine, n, f"engine.{n}")
-for n in ("_replay_scope", "_prune_longterm", "_purge_expired_trash"):
-    timed(replay, n, f"replay.{n}")
+for n in ("evict_overflow", "_replay_scope", "_prune_longterm", "_purge_expired_trash"):
+    timed(replay.Consolidator, n, f"replay.{n}")
 
 
 def report(title: str, latencies: list[float] | None = None) -> None:
