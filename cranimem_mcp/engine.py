@@ -149,7 +149,7 @@ class MemoryEngine:
         logger.info("data directory %s", self.home)
         await self._keeper.load()
         self._check_embedder()
-        if self._background:
+        if self._background.enabled:
             # A server loads the secrets guard's rules here, not on its first write (0.2-0.5
             # s); a one-shot command loads them only if it writes (a recall never needs them).
             await anyio.to_thread.run_sync(redaction.warm_up)
