@@ -20,7 +20,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -35,8 +34,8 @@ from .graph import GraphStore
 from .heuristics import HeuristicTagger
 from .llm import Extractor, Tagger, current_meter, metered
 from .models import ConsolidationReport, Decision
+from .pruning import prune_longterm, purge_expired_trash
 from .retrieval import fact_text
-from .temporal import decay
 from .validation import check_scope, now
 
 logger = logging.getLogger(__name__)
@@ -294,11 +293,21 @@ class Consolidator:
             if not dry_run:
                 pruned = report.pruned
                 for s in scopes:
-                    await self._prune_longterm(s, report)
+                    await prune_longterm(
+                        self.episodic,
+                        self.graph,
+                        self.locks.scope(s),
+                        s,
+                        self.policy.longterm_capacity,
+                        self.policy.half_life_days,
+                        report,
+                    )
                 await steps.step(
                     f"pruned {report.pruned - pruned} long-term memories past the bound"
                 )
-                report.purged += await self._purge_expired_trash(scopes)
+                report.purged += await purge_expired_trash(
+                    self.episodic, self.graph, self.locks, scopes, self.policy.trash_retention_days
+                )
                 # In proportion to what changed (EpisodicStore.maintenance_due), not every run.
                 await self.episodic.maintain(force=trigger == "on_demand")
                 await steps.step(f"purged {report.purged} expired trash items")
@@ -462,68 +471,3 @@ class Consolidator:
             logger.info(
                 "facts of scope %s not embedded ahead (%s): recall will embed them", scope, exc
             )
-
-    async def _prune_longterm(self, scope: str, report: ConsolidationReport) -> None:
-        """Keep long-term memory bounded: past ``longterm_capacity`` the weakest go to the
-        trash. Weight = BaseUtility x decay(time since last written, merged or recalled),
-        lifted by recalls, so what is old and unused goes first; restore brings it back. Pinned
-        memories are never pruned (so pinning more than the bound lets it grow)."""
-        p = self.policy
-        async with self.locks.scope(scope):
-            if await self.episodic.count(scope, ("longterm",)) <= p.longterm_capacity:
-                return  # the common case, answered without reading the rows
-            rows = await self.episodic.scope_rows(scope, ("longterm",))
-            excess = len(rows) - p.longterm_capacity
-            rows = [r for r in rows if not r.get("pinned")]  # pinned: forget only, never decay
-            excess = min(excess, len(rows))
-            if excess <= 0:
-                return
-            clock = now()
-
-            def weight(row: dict[str, Any]) -> float:
-                times = (row.get("last_access"), row.get("tier_changed_at"), row["created_at"])
-                last = max(x for x in times if x is not None)
-                recalls = 1.0 + 0.1 * min(10, int(row.get("access_count") or 0))
-                return (
-                    float(row.get("base_utility") or 0.0)
-                    * decay(clock - last, p.half_life_days)
-                    * recalls
-                )
-
-            weakest = sorted(rows, key=weight)[:excess]
-            weights = {r["id"]: weight(r) for r in weakest}
-            ids = list(weights)
-            await self.graph.deactivate(scope, ids)
-            full = await self.episodic.get(ids, vectors=True)
-            for row in full:
-                reason = (
-                    f"decayed: weight {weights[row['id']]:.3f} is among the {excess} weakest of "
-                    f"{len(rows)} long-term memories (bound {p.longterm_capacity})"
-                )
-                row.update(tier="trash", prev_tier="longterm", tier_changed_at=clock,
-                           decision_reason=reason)  # fmt: skip
-                report.decisions.append(
-                    Decision(
-                        id=row["id"],
-                        replay_score=round(weights[row["id"]], 4),
-                        decision="trash",
-                        reason=reason,
-                    )  # fmt: skip
-                )
-            await self.episodic.upsert(full)
-            report.pruned += len(full)
-
-    async def _purge_expired_trash(self, scopes: list[str]) -> int:
-        days = self.policy.trash_retention_days
-        cutoff = now() - timedelta(days=days)
-        purged = 0
-        for scope in scopes:
-            async with self.locks.scope(scope):
-                old = await self.episodic.trashed_before(scope, cutoff)
-                if old:
-                    await self.graph.retract(scope, old, purge=True)
-                    await self.episodic.delete(old)
-                    purged += len(old)
-        if purged:
-            await self.episodic.purge_history()
-        return purged

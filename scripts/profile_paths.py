@@ -50,8 +50,10 @@ for n in ("put", "supersede", "link", "facts", "outdated", "entity_support", "de
     timed(GraphStore, n, f"graph.{n}")
 for n in ("_prepare", "_unlinked_relations"):
     timed(MemoryEngine, n, f"engine.{n}")
-for n in ("evict_overflow", "_replay_scope", "_prune_longterm", "_purge_expired_trash"):
+for n in ("evict_overflow", "_replay_scope"):
     timed(replay.Consolidator, n, f"replay.{n}")
+for n in ("prune_longterm", "purge_expired_trash"):  # looked up in replay at each call
+    timed(replay, n, f"replay.{n}")
 
 
 def report(title: str, latencies: list[float] | None = None) -> None:
