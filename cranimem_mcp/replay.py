@@ -123,8 +123,8 @@ class Consolidator:
         self._last_write[scope] = time.monotonic()
         self._writes_since[scope] = self._writes_since.get(scope, 0) + 1
         n = self.policy.every_n_writes
-        if (self.background.enabled and n and self._writes_since[scope] >= n
-                and scope not in self._pending):  # fmt: skip
+        due = n > 0 and self._writes_since[scope] >= n
+        if self.background.enabled and due and scope not in self._pending:
             self._pending.add(scope)
             self.background.spawn(self._run_in_background, scope, "every_n_writes")
 
