@@ -3,15 +3,13 @@ run at open after a crash."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from . import linkage
+from .coordination import ScopeLocks
+from .episodic import EpisodicStore
+from .graph import GraphStore
 
-if TYPE_CHECKING:
-    from .engine import MemoryEngine
 
-
-async def check(engine: MemoryEngine) -> list[str]:
+async def check(episodic: EpisodicStore, graph: GraphStore, locks: ScopeLocks) -> list[str]:
     """Check that the two stores agree; returns the problems found (none: empty list).
 
     Every long-term memory has its graph provenance; every graph belongs to a memory that
@@ -21,11 +19,9 @@ async def check(engine: MemoryEngine) -> list[str]:
     graph is allowed: a crash between linking and moving it leaves that, and the next
     consolidation replaces the graph. Meant for a quiet engine (at start, from the CLI,
     after a crash): a write in flight can show as a passing disagreement."""
-    async with engine._consolidation_lock:
-        rows = await engine.episodic.rows(
-            where=None, columns=["id", "scope", "tier", "content_hash"]
-        )
-        graphs = await engine.graph.provenance()
+    async with locks.consolidation:
+        rows = await episodic.rows(where=None, columns=["id", "scope", "tier", "content_hash"])
+        graphs = await graph.provenance()
     problems: list[str] = []
     tier: dict[tuple[str, str], str] = {}
     seen: dict[tuple[str, str], str] = {}
@@ -58,7 +54,7 @@ async def check(engine: MemoryEngine) -> list[str]:
     return problems
 
 
-async def repair(engine: MemoryEngine) -> list[str]:
+async def repair(episodic: EpisodicStore, graph: GraphStore, locks: ScopeLocks) -> list[str]:
     """Bring the graph back in line with the rows after a crash between the two steps of a
     forget, prune, restore or purge; returns what was done (empty: nothing to do).
 
@@ -69,9 +65,9 @@ async def repair(engine: MemoryEngine) -> list[str]:
     is purged; a long-term memory with no graph at all (a hard forget cut short, or a lost
     graph) is linked again by the heuristic extractor. Duplicate rows are reported by
     :func:`check`, never changed here."""
-    async with engine._consolidation_lock:
-        rows = await engine.episodic.rows(where=None, columns=["id", "scope", "tier"])
-        graphs = await engine.graph.provenance()
+    async with locks.consolidation:
+        rows = await episodic.rows(where=None, columns=["id", "scope", "tier"])
+        graphs = await graph.provenance()
         tier = {(r["scope"], r["id"]): r["tier"] for r in rows}
         todo: dict[str, dict[str, set[str]]] = {
             "activate": {},
@@ -96,18 +92,18 @@ async def repair(engine: MemoryEngine) -> list[str]:
                 todo["relink"].setdefault(scope, set()).add(mid)
         done = []
         for scope, ids in sorted(todo["purge"].items()):
-            await engine.graph.retract(scope, sorted(ids), purge=True)
+            await graph.retract(scope, sorted(ids), purge=True)
             done.append(f"purged the graphs of {len(ids)} deleted memories in {scope}")
         for scope, ids in sorted(todo["deactivate"].items()):
-            await engine.graph.deactivate(scope, sorted(ids))
+            await graph.deactivate(scope, sorted(ids))
             done.append(f"moved the graphs of {len(ids)} trashed memories in {scope} to the trash")
         for scope, ids in sorted(todo["activate"].items()):
-            await engine.graph.activate(scope, sorted(ids))
+            await graph.activate(scope, sorted(ids))
             done.append(f"restored the graphs of {len(ids)} live memories in {scope}")
         for scope, ids in sorted(todo["relink"].items()):
-            for row in await engine.episodic.get(sorted(ids)):
+            for row in await episodic.get(sorted(ids)):
                 extraction = linkage.quick(row["content"])
                 observed = row.get("observed_at") or row["created_at"]
-                await engine.graph.put(scope, row["id"], extraction, row["created_at"], observed)
+                await graph.put(scope, row["id"], extraction, row["created_at"], observed)
             done.append(f"linked {len(ids)} long-term memories in {scope} again")
     return done

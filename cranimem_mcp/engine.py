@@ -11,9 +11,11 @@ lock again to the items still in the buffer. Consolidations never overlap. Backg
 (every-N-writes and idle-timer consolidation, batched recall counts) lives in the engine's
 task group.
 
-The write and read paths are here; consolidation runs are in :mod:`.replay`, forget and
-restore in :mod:`.forgetting`, the stores' cross-check in :mod:`.consistency`, input
-checks in :mod:`.validation`.
+The write and read paths are here. The engine creates what its parts share (the locks, the
+background owner, the state keeper, the recall counts: :mod:`.coordination`) and hands it
+to them: consolidation and the buffer's bound to the :class:`.replay.Consolidator`, forget
+and restore to :mod:`.forgetting`, the stores' cross-check to :mod:`.consistency`. Input
+checks are in :mod:`.validation`.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from typing import Any
 import anyio
 import numpy as np
 
-from . import consistency, forgetting, gating, linkage, redaction, replay, retrieval
+from . import consistency, forgetting, gating, linkage, redaction, retrieval
 from .config import Settings
+from .consolidation import ReplayParams
+from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
 from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache, local_embedder
 from .episodic import TIERS, EpisodicStore, VersionRetention
-from .errors import ConfigError, InvalidInput, StoreError
+from .errors import ConfigError, InvalidInput
 from .extraction import HeuristicExtractor
 from .graph import GraphStore
 from .heuristics import HeuristicTagger
@@ -40,16 +44,19 @@ from .llm import Extractor, Tagger
 from .models import (
     MAX_PAGE,
     BufferInfo,
-    Decision,
+    ConsolidationReport,
+    ForgetResult,
     GoalResult,
     MemoryPage,
     RecallResult,
     RememberResult,
+    RestoreResult,
     ScopeStats,
     Stats,
     Utility,
 )
-from .state import EngineState, load_state, save_state
+from .replay import ConsolidationPolicy, Consolidator, Progress
+from .state import EngineState
 from .temporal import observed_at
 from .validation import (
     check_scope,
@@ -64,7 +71,6 @@ logger = logging.getLogger(__name__)
 
 MAX_CONTENT = 32_000
 MAX_TAGS = 32
-RECALL_FLUSH_SECONDS = 1.0  # recall counts are written in one batch this long after
 PATHS = ("episodic", "graph")
 PREVIEW_CHARS = 500  # of each memory's text in a listing
 
@@ -89,13 +95,7 @@ class MemoryEngine:
         )
         self.tagger = tagger or HeuristicTagger()
         self.extractor = extractor or HeuristicExtractor()
-        # With an LLM tagger/extractor, items that fell back to the heuristics (tagged_by /
-        # extracted_by "heuristic") are redone at a later consolidation.
-        self._llm_tagger = self.tagger.name != HeuristicTagger.name
-        self._llm_extractor = self.extractor.name != HeuristicExtractor.name
-        self._heuristic_extractor = HeuristicExtractor()
         self._model_notes = dict(model_notes or {})  # why each model was chosen (stats)
-        self._background = background
         e = settings.episodic
         self.episodic = EpisodicStore(
             e.uri or self.home / "episodic",
@@ -113,30 +113,33 @@ class MemoryEngine:
             self.graph = GraphStore(store=SparqlDataset(g.query_endpoint, g.update_endpoint))
         else:
             self.graph = GraphStore(self.home / "graph")
-        self._state_path = self.home / "state.json"
         self._open_marker = self.home / "open.marker"  # present while open: gone at close
         self._functional = frozenset(settings.temporal.functional_predicates)
         self._durable = self._default_gate()
-        self.state = EngineState()
-        self._scope_locks: dict[str, anyio.Lock] = {}
-        self._consolidation_lock = anyio.Lock()
-        self._state_lock = anyio.Lock()
-        self._claimed: set[str] = set()
         # Goals and graph facts recur from call to call: embed each text once.
         self._cached = EmbeddingCache(self.embedder)
-        self._state_dirty = False
-        self._writes_since: dict[str, int] = {}
-        self._last_write: dict[str, float] = {}
-        self._last_consolidation: dict[str, float] = {}
-        self._pending: set[str] = set()
-        self._recalled: dict[str, dict[str, int]] = {}  # scope -> id -> recalls not written
-        self._recalled_at: dict[str, datetime] = {}
-        self._recall_flush_due = False
-        self._busy = 0
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._locks = ScopeLocks()
+        self._background = Background(background)
+        self._keeper = StateKeeper(self.home / "state.json", self._background)
+        self._recalls = RecallCounts(self.episodic, self._locks, self._background)
+        self._consolidator = Consolidator(
+            episodic=self.episodic,
+            graph=self.graph,
+            tagger=self.tagger,
+            extractor=self.extractor,
+            policy=_policy(settings, self._functional),
+            locks=self._locks,
+            background=self._background,
+            keeper=self._keeper,
+            cached=self._cached,
+            recalls=self._recalls,
+        )
         self._stack: AsyncExitStack | None = None
-        self._tg: Any = None
+
+    @property
+    def state(self) -> EngineState:
+        """Goals, turn counters, rejected-write counts, the last consolidation reports."""
+        return self._keeper.state
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -144,36 +147,34 @@ class MemoryEngine:
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.home.chmod(0o700)
         logger.info("data directory %s", self.home)
-        self.state = await anyio.to_thread.run_sync(load_state, self._state_path)
+        await self._keeper.load()
         self._check_embedder()
-        if self._background:
+        if self._background.enabled:
             # A server loads the secrets guard's rules here, not on its first write (0.2-0.5
             # s); a one-shot command loads them only if it writes (a recall never needs them).
             await anyio.to_thread.run_sync(redaction.warm_up)
         await self.episodic.open()
         await self.graph.open()
         if self._open_marker.exists():  # the last process here stopped without closing
-            for line in await consistency.repair(self):
+            for line in await consistency.repair(self.episodic, self.graph, self._locks):
                 logger.warning("repaired after an unclean stop: %s", line)
         self._open_marker.touch(mode=0o600)
         async with AsyncExitStack() as stack:
-            self._tg = await stack.enter_async_context(anyio.create_task_group())
+            self._background.attach(await stack.enter_async_context(anyio.create_task_group()))
             stack.push_async_callback(self.graph.close)
-            if self._background and self.settings.consolidation.interval_seconds > 0:
-                self._tg.start_soon(self._scheduler)
+            if self._background.enabled and self.settings.consolidation.interval_seconds > 0:
+                self._background.start_soon(self._consolidator.schedule)
             self._stack = stack.pop_all()
-        await self._save_state()
+        await self.save_state()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._stack is not None
-        self._tg.cancel_scope.cancel()
+        self._background.cancel()
         with anyio.CancelScope(shield=True):
-            await self._flush_recalled()
+            await self._recalls.flush()
         await self._stack.__aexit__(None, None, None)
-        if self._state_dirty:
-            self._state_dirty = False
-            await self._save_state()
+        await self._keeper.close()
         self._open_marker.unlink(missing_ok=True)
 
     def _default_gate(self) -> DurableClassifier | None:
@@ -205,27 +206,13 @@ class MemoryEngine:
                 f"({current['dim']}-d). Use the original embedder or another data directory."
             )
 
-    async def _save_state(self) -> None:
-        async with self._state_lock:
-            await anyio.to_thread.run_sync(save_state, self._state_path, self.state)
+    async def save_state(self) -> None:
+        """Save the engine state (goals, turn counters, reports) now."""
+        await self._keeper.save()
 
-    def _save_state_soon(self) -> None:
-        """Counters (turn ids, rejected writes) are saved within a moment, not on every write:
-        they are bookkeeping, not memories, and a crash can at worst lose the last increments.
-        Goals and consolidation reports are saved at once."""
-        if self._state_dirty or self._tg is None:
-            return
-        self._state_dirty = True
-
-        async def flush() -> None:
-            await anyio.sleep(0.5)
-            self._state_dirty = False
-            await self._save_state()
-
-        self._tg.start_soon(flush)
-
-    def _lock(self, scope: str) -> anyio.Lock:
-        return self._scope_locks.setdefault(scope, anyio.Lock())
+    async def wait_idle(self) -> None:
+        """Wait until background consolidations started so far have finished."""
+        await self._background.wait_idle()
 
     def goal_of(self, scope: str) -> str:
         return self.state.goals.get(scope, self.settings.gating.default_goal)
@@ -272,7 +259,7 @@ class MemoryEngine:
             prepared = await self._prepare(content, scope, goal, pin, found)
             if isinstance(prepared, RememberResult):
                 return prepared
-        async with self._lock(scope):
+        async with self._locks.scope(scope):
             existing = await self.episodic.find_hash(scope, digest)
             if existing is not None:
                 return await self._merge(existing, scope, tags, capacity, pin, found)
@@ -323,7 +310,7 @@ class MemoryEngine:
                     }
                 ]
             )
-            self._save_state_soon()
+            self._keeper.save_soon()
             # A new object for a single-valued relation ends the old fact now, so the agent
             # can confirm the change with the user (and recall stops offering the old one).
             superseded = await self.graph.supersede(
@@ -334,10 +321,10 @@ class MemoryEngine:
                 self._functional,
                 await self._unlinked_relations(scope, quick.relations),
             )
-            evicted = await self._evict_overflow(scope, capacity)
+            evicted = await self._consolidator.evict_overflow(scope)
             size = await self.episodic.count(scope, ("buffer",))
         logger.info("stored %s in %s relevance=%.3f base=%.3f", memory_id, scope, rel, utility.base)
-        self._note_write(scope)
+        self._consolidator.note_write(scope)
         return RememberResult(
             status="stored",
             id=memory_id,
@@ -401,7 +388,7 @@ class MemoryEngine:
         )
         if not decision.keep:
             self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
-            self._save_state_soon()
+            self._keeper.save_soon()
             logger.info("rejected write to %s relevance=%.3f", scope, rel)
             size = await self.episodic.count(scope, ("buffer",))
             return RememberResult(
@@ -425,7 +412,7 @@ class MemoryEngine:
     async def _refuse_secret(self, scope: str, found: list[str]) -> RememberResult:
         """``gating.secrets = "reject"``: a write holding a credential is not stored."""
         self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
-        self._save_state_soon()
+        self._keeper.save_soon()
         kinds = ", ".join(dict.fromkeys(found))
         return RememberResult(
             status="rejected",
@@ -462,7 +449,7 @@ class MemoryEngine:
             row.update(pinned=True, importance=u.importance, base_utility=u.base)
         await self.episodic.upsert([row])
         size = await self.episodic.count(scope, ("buffer",))
-        self._note_write(scope)
+        self._consolidator.note_write(scope)
         return RememberResult(
             status="merged",
             id=row["id"],
@@ -484,75 +471,18 @@ class MemoryEngine:
             scope=scope,
         )
 
-    async def _evict_overflow(self, scope: str, capacity: int) -> list[Decision]:
-        """The buffer never holds more than ``capacity`` items: the oldest go through replay
-        now (promoted or trashed), never silently away. Items a running consolidation has
-        claimed are already in replay and leaving, so they do not count. Called under the
-        scope lock."""
-        if await self.episodic.count(scope, ("buffer",)) <= capacity:
-            return []  # the common case, answered by the scope/tier indexes
-        rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
-        free = [r for r in rows if r["id"] not in self._claimed]
-        excess = len(free) - capacity
-        if excess <= 0:
-            return []
-        return await replay.replay(self, scope, free[:excess], all_rows=rows, trigger="overflow")
-
-    def _note_write(self, scope: str) -> None:
-        self._last_write[scope] = time.monotonic()
-        self._writes_since[scope] = self._writes_since.get(scope, 0) + 1
-        n = self.settings.consolidation.every_n_writes
-        if self._background and n and self._writes_since[scope] >= n and scope not in self._pending:
-            self._pending.add(scope)
-            self._spawn(self._consolidate_bg, scope, "every_n_writes")
-
-    def _spawn(self, fn: Any, *args: Any) -> None:
-        self._busy += 1
-        self._idle = anyio.Event() if self._idle.is_set() else self._idle
-
-        async def run() -> None:
-            try:
-                await fn(*args)
-            except Exception:
-                logger.exception("background task %s failed", getattr(fn, "__name__", fn))
-            finally:
-                self._busy -= 1
-                if self._busy == 0:
-                    self._idle.set()
-
-        self._tg.start_soon(run)
-
-    async def wait_idle(self) -> None:
-        """Wait until background consolidations started so far have finished."""
-        await self._idle.wait()
-
-    async def _consolidate_bg(self, scope: str, trigger: str) -> None:
-        try:
-            await self.consolidate(scope, trigger=trigger)
-        finally:
-            self._pending.discard(scope)
-
-    async def _scheduler(self) -> None:
-        """Idle-timer consolidation: a scope with new writes is consolidated once it has
-        been idle for ``idle_seconds``, at most every ``interval_seconds``."""
-        c = self.settings.consolidation
-        tick = max(0.5, min(c.idle_seconds or 1.0, c.interval_seconds) / 2)
-        while True:
-            await anyio.sleep(tick)
-            clock = time.monotonic()
-            for scope, count in list(self._writes_since.items()):
-                if count <= 0 or scope in self._pending:
-                    continue
-                idle = clock - self._last_write.get(scope, 0.0) >= c.idle_seconds
-                due = clock - self._last_consolidation.get(scope, 0.0) >= c.interval_seconds
-                if idle and due:
-                    self._pending.add(scope)
-                    self._spawn(self._consolidate_bg, scope, "timer")
-
     # --- replay and consolidation ----------------------------------------------------------
 
-    # Consolidation runs live in replay.py; these functions take the engine as ``self``.
-    consolidate = replay.consolidate
+    async def consolidate(
+        self,
+        scope: str | None = None,
+        dry_run: bool = False,
+        trigger: str = "on_demand",
+        progress: Progress | None = None,
+    ) -> ConsolidationReport:
+        """Replay every buffer item of ``scope`` (or of all scopes): promote or trash. Each step
+        done is told to ``progress`` (see :class:`.replay.Steps`), outside the scope locks."""
+        return await self._consolidator.run(scope, dry_run, trigger, progress)
 
     # --- recall ----------------------------------------------------------------------------
 
@@ -612,52 +542,13 @@ class MemoryEngine:
             facts = sorted(facts, key=lambda f: -f.score)[: r.max_facts]
         context, items, facts = retrieval.render(items, facts, max_chars, r.min_score)
         for s in scopes:
-            self._note_recalled(s, [it.id for it in items if it.scope == s])
+            self._recalls.note(s, [it.id for it in items if it.scope == s])
         return RecallResult(
             context=context,
             items=items,
             facts=facts,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
         )
-
-    def _note_recalled(self, scope: str, ids: list[str]) -> None:
-        """Count recalls (the replay score's frequency bonus, the decay weight) in memory;
-        they are written in one update per scope a moment later, before any consolidation
-        reads them, and at close, so a recall never waits on a commit. A crash can lose
-        the last moment's counts: they are soft signals, not memories."""
-        if not ids:
-            return
-        pending = self._recalled.setdefault(scope, {})
-        for memory_id in ids:
-            pending[memory_id] = pending.get(memory_id, 0) + 1
-        self._recalled_at[scope] = now()
-        if self._background and self._tg is not None and not self._recall_flush_due:
-            self._recall_flush_due = True
-
-            async def later() -> None:
-                await anyio.sleep(RECALL_FLUSH_SECONDS)
-                self._recall_flush_due = False
-                await self._flush_recalled()
-
-            self._tg.start_soon(later)
-
-    async def _flush_recalled(self, scopes: list[str] | None = None) -> None:
-        for scope in list(self._recalled) if scopes is None else scopes:
-            if not self._recalled.get(scope):
-                continue
-            # Under the scope lock: never between a locked read and its upsert. Shielded:
-            # counts taken from the queue are written, not dropped by a cancellation.
-            with anyio.CancelScope(shield=True):
-                async with self._lock(scope):
-                    pending = self._recalled.pop(scope, {})
-                    by_count: dict[int, list[str]] = {}
-                    for memory_id, n in pending.items():
-                        by_count.setdefault(n, []).append(memory_id)
-                    try:
-                        for n, ids in by_count.items():
-                            await self.episodic.touch(ids, self._recalled_at[scope], n)
-                    except StoreError as exc:
-                        logger.warning("recall counts of %s not written: %s", scope, exc)
 
     async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
         """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
@@ -679,8 +570,23 @@ class MemoryEngine:
 
     # --- forget and restore ----------------------------------------------------------------
 
-    forget = forgetting.forget
-    restore = forgetting.restore
+    async def forget(
+        self,
+        ids: list[str] | None = None,
+        entity: str | None = None,
+        scope: str = "default",
+        all_in_scope: bool = False,
+        hard: bool = False,
+        dry_run: bool = False,
+    ) -> ForgetResult:
+        return await forgetting.forget(
+            self.episodic, self.graph, self._locks, ids, entity, scope, all_in_scope, hard, dry_run
+        )
+
+    async def restore(self, ids: list[str], scope: str = "default") -> RestoreResult:
+        """Bring trashed memories back: forgotten ones to the tier they were in, replay-pruned
+        ones to long-term memory (the user overrules the replay decision) and linked."""
+        return await forgetting.restore(self._consolidator, self._locks, ids, scope)
 
     # --- goals, stats, listing -------------------------------------------------------------
 
@@ -689,7 +595,7 @@ class MemoryEngine:
         goal = redaction.redact(check_text("goal", goal, 2000)).text
         scope = check_scope(scope)
         self.state.goals[scope] = goal
-        await self._save_state()
+        await self.save_state()
         return GoalResult(scope=scope, goal=goal)
 
     async def stats(self) -> Stats:
@@ -764,8 +670,26 @@ class MemoryEngine:
             counts["pending_reextract"] = pending
         return counts
 
-    check = consistency.check
+    async def check(self) -> list[str]:
+        """Check that the two stores agree; returns the problems found (none: empty list)."""
+        return await consistency.check(self.episodic, self.graph, self._locks)
 
     async def graph_turtle(self, scope: str) -> str:
         scope = check_scope(scope)
         return await self.graph.turtle(scope, self.settings.retrieval.graph_resource_max_triples)
+
+
+def _policy(settings: Settings, functional: frozenset[str]) -> ConsolidationPolicy:
+    c, t = settings.consolidation, settings.temporal
+    return ConsolidationPolicy(
+        capacity=settings.episodic.capacity,
+        replay=ReplayParams(c.tau_consolidation, c.alpha, c.freq_cap),
+        functional=functional,
+        longterm_capacity=t.longterm_capacity,
+        half_life_days=t.half_life_days,
+        trash_retention_days=c.trash_retention_days,
+        max_model_calls=settings.ollama.max_calls_per_consolidation,
+        every_n_writes=c.every_n_writes,
+        interval_seconds=c.interval_seconds,
+        idle_seconds=c.idle_seconds,
+    )

@@ -1,28 +1,32 @@
 """Forgetting and restoring: forget moves memories to the trash (restorable) or, hard,
 deletes them with their graph provenance and every old version on disk; restore brings
-trashed memories back, relinking what goes back to long-term memory."""
+trashed memories back, relinking what goes back to long-term memory. Both are given the
+stores and the scope locks they work under; a restore that refills the buffer hands the
+overflow to the consolidator's bound."""
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import linkage
+from .coordination import ScopeLocks
+from .episodic import EpisodicStore
 from .errors import InvalidInput, NotFound
+from .graph import GraphStore
 from .models import ForgetResult, RestoreResult
 from .naming import canonical_name
-from .replay import note_extraction
+from .replay import Consolidator
 from .validation import check_ids, check_scope, check_text, now
-
-if TYPE_CHECKING:
-    from .engine import MemoryEngine
 
 logger = logging.getLogger(__name__)
 
 
 async def forget(
-    engine: MemoryEngine,
+    episodic: EpisodicStore,
+    graph: GraphStore,
+    locks: ScopeLocks,
     ids: list[str] | None = None,
     entity: str | None = None,
     scope: str = "default",
@@ -37,8 +41,8 @@ async def forget(
     if not ids and entity is None and not all_in_scope:
         raise InvalidInput("say what to forget: ids, an entity, or all_in_scope=true")
     tiers = ("buffer", "longterm", "trash") if hard else ("buffer", "longterm")
-    async with engine._lock(scope):
-        rows = await engine.episodic.scope_rows(scope, tiers)
+    async with locks.scope(scope):
+        rows = await episodic.scope_rows(scope, tiers)
         by_id = {r["id"]: r for r in rows}
         missing = [i for i in ids if i not in by_id]
         if missing:
@@ -48,9 +52,9 @@ async def forget(
             chosen |= set(by_id)
         if entity is not None:
             chosen |= _mentioning(rows, entity)
-            chosen |= await engine.graph.memories_mentioning(scope, entity) & set(by_id)
+            chosen |= await graph.memories_mentioning(scope, entity) & set(by_id)
         chosen_rows = [by_id[i] for i in sorted(chosen)]
-        facts = await engine.graph.orphaned_by(scope, sorted(chosen))
+        facts = await graph.orphaned_by(scope, sorted(chosen))
         if dry_run or not chosen_rows:
             return ForgetResult(
                 forgotten=len(chosen_rows),
@@ -61,11 +65,11 @@ async def forget(
             )
         chosen_ids = [r["id"] for r in chosen_rows]
         if hard:
-            await engine.graph.retract(scope, chosen_ids, purge=True)
-            await engine.episodic.delete(chosen_ids)
-            await engine.episodic.purge_history()
+            await graph.retract(scope, chosen_ids, purge=True)
+            await episodic.delete(chosen_ids)
+            await episodic.purge_history()
         else:
-            await engine.graph.deactivate(scope, chosen_ids)
+            await graph.deactivate(scope, chosen_ids)
             stamp = now()
             for row in chosen_rows:
                 row.update(
@@ -74,11 +78,11 @@ async def forget(
                     tier_changed_at=stamp,
                     decision_reason="forgotten by request",
                 )
-            full = await engine.episodic.get(chosen_ids, vectors=True)
+            full = await episodic.get(chosen_ids, vectors=True)
             for row in full:
                 row.update({k: by_id[row["id"]][k] for k in (
                     "prev_tier", "tier", "tier_changed_at", "decision_reason")})  # fmt: skip
-            await engine.episodic.upsert(full)
+            await episodic.upsert(full)
     logger.info("forgot %d memories in %s (hard=%s)", len(chosen_ids), scope, hard)
     return ForgetResult(forgotten=len(chosen_ids), ids=chosen_ids, facts_removed=facts, hard=hard)
 
@@ -94,15 +98,19 @@ def _mentioning(rows: list[dict[str, Any]], entity: str) -> set[str]:
     }
 
 
-async def restore(engine: MemoryEngine, ids: list[str], scope: str = "default") -> RestoreResult:
+async def restore(
+    consolidator: Consolidator, locks: ScopeLocks, ids: list[str], scope: str = "default"
+) -> RestoreResult:
     """Bring trashed memories back: forgotten ones to the tier they were in, replay-pruned
-    ones to long-term memory (the user overrules the replay decision) and linked."""
+    ones to long-term memory (the user overrules the replay decision) and linked. The
+    buffer stays within its bound: what no longer fits goes through replay."""
+    episodic, graph = consolidator.episodic, consolidator.graph
     scope = check_scope(scope)
     ids = check_ids(ids)
     if not ids:
         raise InvalidInput("give the ids to restore")
-    async with engine._lock(scope):
-        rows = await engine.episodic.get(ids, vectors=True)
+    async with locks.scope(scope):
+        rows = await episodic.get(ids, vectors=True)
         found = {r["id"]: r for r in rows if r["scope"] == scope and r["tier"] == "trash"}
         missing = [i for i in ids if i not in found]
         if missing:
@@ -120,12 +128,12 @@ async def restore(engine: MemoryEngine, ids: list[str], scope: str = "default") 
             )
             if target == "longterm":
                 relink.append(row)
-        await engine.graph.activate(scope, [r["id"] for r in relink])
+        await graph.activate(scope, [r["id"] for r in relink])
         for row in relink:
-            if not await engine.graph.has_memory(scope, row["id"]):
-                (extraction,) = await engine.extractor.extract([row["content"]])
-                note_extraction(engine, scope, row["id"], extraction)
-                await engine.graph.put(scope, row["id"], linkage.check(extraction), stamp)
-        await engine.episodic.upsert(list(found.values()))
-        await engine._evict_overflow(scope, engine.settings.episodic.capacity)
+            if not await graph.has_memory(scope, row["id"]):
+                (extraction,) = await consolidator.extractor.extract([row["content"]])
+                consolidator.note_extraction(scope, row["id"], extraction)
+                await graph.put(scope, row["id"], linkage.check(extraction), stamp)
+        await episodic.upsert(list(found.values()))
+        await consolidator.evict_overflow(scope)
     return RestoreResult(restored=len(found), ids=list(found))

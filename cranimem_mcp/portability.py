@@ -112,6 +112,6 @@ async def import_into(engine: Any, src: Path) -> dict[str, int]:
     engine.state.goals.update(header.get("goals") or {})
     for scope, turn in (header.get("turns") or {}).items():
         engine.state.turns[scope] = max(int(turn), engine.state.turns.get(scope, 0))
-    await engine._save_state()
+    await engine.save_state()
     logger.info("imported %d memories and %d quads from %s", len(rows), quads, src)
     return {"memories": len(rows), "quads": quads}

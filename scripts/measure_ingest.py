@@ -65,11 +65,10 @@ for n in ("compact", "commit"):
     timed(JournaledDataset, n, f"graph journal.{n}")
 for n in ("put", "supersede", "entity_support", "retract", "memory_facts", "deactivate"):
     timed(GraphStore, n, f"graph.{n}")
-for n in ("consolidate", "_replay_scope", "_prune_longterm", "_purge_expired_trash",
-          "embed_new_facts", "_decide", "_apply"):  # fmt: skip
+for n in ("run", "_replay_scope", "embed_new_facts", "_decide", "_apply", "evict_overflow"):
+    timed(replay.Consolidator, n, f"replay.{n}")
+for n in ("prune_longterm", "purge_expired_trash"):  # looked up in replay at each call
     timed(replay, n, f"replay.{n}")
-timed(MemoryEngine, "_evict_overflow", "engine._evict_overflow")
-MemoryEngine.consolidate = replay.consolidate  # the engine binds it at class creation
 
 
 def disk_mb(path: Path) -> float:

@@ -49,9 +49,11 @@ for n in ("add", "upsert", "update", "touch", "rows", "find_hash", "count", "nea
 for n in ("put", "supersede", "entities_named", "facts", "outdated", "entity_support",
           "deactivate"):  # fmt: skip
     timed(GraphStore, n, f"graph.{n}")
-for n in ("_prepare", "_unlinked_relations", "_evict_overflow"):
+for n in ("_prepare", "_unlinked_relations"):
     timed(MemoryEngine, n, f"engine.{n}")
-for n in ("_replay_scope", "_prune_longterm", "_purge_expired_trash"):
+for n in ("evict_overflow", "_replay_scope"):
+    timed(replay.Consolidator, n, f"replay.{n}")
+for n in ("prune_longterm", "purge_expired_trash"):  # looked up in replay at each call
     timed(replay, n, f"replay.{n}")
 
 

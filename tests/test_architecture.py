@@ -58,3 +58,11 @@ def test_no_print_in_the_package_outside_the_cli():
             if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"
         ]  # fmt: skip
         assert not calls, f"print() in {path}"
+
+
+def test_the_engine_parts_do_not_import_the_engine():
+    # The engine hands them their collaborators (coordination.py); they never reach back.
+    parts = CORE | {"replay", "pruning", "forgetting", "consistency", "coordination", "portability"}
+    for name in parts:
+        imports = internal_imports(PACKAGE / f"{name}.py")
+        assert "engine" not in imports, f"{name}.py imports the engine"

@@ -1,0 +1,180 @@
+"""What the engine's parts share, each with one owner: the writer locks, the background
+tasks, the engine state on disk, and the recall counts written behind.
+
+The engine creates these objects and hands them to its parts (the write path, the
+:class:`~cranimem_mcp.replay.Consolidator`, forget and restore, the consistency check), so
+no part reaches into another's private state. Invariants: writes to one scope are
+serialised by that scope's lock; consolidations never overlap (one consolidation lock);
+every background task runs in the engine's task group and is cancelled when it closes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .episodic import EpisodicStore
+from .errors import StoreError
+from .state import EngineState, load_state, save_state
+from .validation import now
+
+logger = logging.getLogger(__name__)
+
+RECALL_FLUSH_SECONDS = 1.0  # recall counts are written in one batch this long after
+STATE_FLUSH_SECONDS = 0.5  # bookkeeping counters are saved this long after a change
+
+
+class ScopeLocks:
+    """One writer lock per scope, and the lock that keeps consolidations from overlapping."""
+
+    def __init__(self) -> None:
+        self._scopes: dict[str, anyio.Lock] = {}
+        self.consolidation = anyio.Lock()
+
+    def scope(self, scope: str) -> anyio.Lock:
+        return self._scopes.setdefault(scope, anyio.Lock())
+
+
+class Background:
+    """The owner of background work: tasks run in the engine's task group (set while the
+    engine is open). Consolidations and fact embedding are counted, so :meth:`wait_idle`
+    can wait for them; flushes and the scheduler are not. ``enabled`` is False for a one-shot
+    command, which runs no background consolidation."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._tg: Any = None
+        self._busy = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def attach(self, tg: Any) -> None:
+        self._tg = tg
+
+    @property
+    def open(self) -> bool:
+        return self._tg is not None
+
+    def cancel(self) -> None:
+        self._tg.cancel_scope.cancel()
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in the task group, uncounted (flushes, the scheduler)."""
+        self._tg.start_soon(fn, *args)
+
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in the task group, counted for :meth:`wait_idle`; a failure is
+        logged, never raised into the task group (it would close the engine)."""
+        self._busy += 1
+        self._idle = anyio.Event() if self._idle.is_set() else self._idle
+
+        async def run() -> None:
+            try:
+                await fn(*args)
+            except Exception:
+                logger.exception("background task %s failed", getattr(fn, "__name__", fn))
+            finally:
+                self._busy -= 1
+                if self._busy == 0:
+                    self._idle.set()
+
+        self._tg.start_soon(run)
+
+    async def wait_idle(self) -> None:
+        """Wait until the counted tasks started so far have finished."""
+        await self._idle.wait()
+
+
+class StateKeeper:
+    """The engine state (goals, turn counters, reports, the re-extraction queue) and its
+    file. Goals and consolidation reports are saved at once (:meth:`save`); counters within
+    a moment (:meth:`save_soon`): they are bookkeeping, not memories, and a crash can at
+    worst lose the last increments."""
+
+    def __init__(self, path: Path, background: Background) -> None:
+        self.path = path
+        self.state = EngineState()
+        self._background = background
+        self._lock = anyio.Lock()
+        self._dirty = False
+
+    async def load(self) -> EngineState:
+        self.state = await anyio.to_thread.run_sync(load_state, self.path)
+        return self.state
+
+    async def save(self) -> None:
+        async with self._lock:
+            await anyio.to_thread.run_sync(save_state, self.path, self.state)
+
+    def save_soon(self) -> None:
+        if self._dirty or not self._background.open:
+            return
+        self._dirty = True
+
+        async def flush() -> None:
+            await anyio.sleep(STATE_FLUSH_SECONDS)
+            self._dirty = False
+            await self.save()
+
+        self._background.start_soon(flush)
+
+    async def close(self) -> None:
+        """Save what a pending :meth:`save_soon` would have saved."""
+        if self._dirty:
+            self._dirty = False
+            await self.save()
+
+
+class RecallCounts:
+    """Recalls (the replay score's frequency bonus, the decay weight) counted in memory and
+    written in one update per scope a moment later, before any consolidation reads them
+    (:meth:`flush`), and at close, so a recall never waits on a commit. A crash can lose
+    the last moment's counts: they are soft signals, not memories."""
+
+    def __init__(self, episodic: EpisodicStore, locks: ScopeLocks, background: Background) -> None:
+        self._episodic = episodic
+        self._locks = locks
+        self._background = background
+        self._pending: dict[str, dict[str, int]] = {}  # scope -> id -> recalls not written
+        self._at: dict[str, datetime] = {}
+        self._flush_due = False
+
+    def note(self, scope: str, ids: list[str]) -> None:
+        if not ids:
+            return
+        pending = self._pending.setdefault(scope, {})
+        for memory_id in ids:
+            pending[memory_id] = pending.get(memory_id, 0) + 1
+        self._at[scope] = now()
+        if self._background.enabled and self._background.open and not self._flush_due:
+            self._flush_due = True
+
+            async def later() -> None:
+                await anyio.sleep(RECALL_FLUSH_SECONDS)
+                self._flush_due = False
+                await self.flush()
+
+            self._background.start_soon(later)
+
+    async def flush(self, scopes: list[str] | None = None) -> None:
+        for scope in list(self._pending) if scopes is None else scopes:
+            if not self._pending.get(scope):
+                continue
+            # Under the scope lock: never between a locked read and its upsert. Shielded:
+            # counts taken from the queue are written, not dropped by a cancellation.
+            with anyio.CancelScope(shield=True):
+                async with self._locks.scope(scope):
+                    pending = self._pending.pop(scope, {})
+                    by_count: dict[int, list[str]] = {}
+                    for memory_id, n in pending.items():
+                        by_count.setdefault(n, []).append(memory_id)
+                    try:
+                        for n, ids in by_count.items():
+                            await self._episodic.touch(ids, self._at[scope], n)
+                    except StoreError as exc:
+                        logger.warning("recall counts of %s not written: %s", scope, exc)

@@ -1,0 +1,95 @@
+"""Long-term memory's bounds (paper B.3, with decay): past ``longterm_capacity`` the weakest
+long-term memories go to the trash, and trash past its retention is deleted for good.
+
+Run at the end of a consolidation (:class:`cranimem_mcp.replay.Consolidator`), which hands
+in the stores and the locks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import anyio
+
+from .coordination import ScopeLocks
+from .episodic import EpisodicStore
+from .graph import GraphStore
+from .models import ConsolidationReport, Decision
+from .temporal import decay
+from .validation import now
+
+
+async def prune_longterm(
+    episodic: EpisodicStore,
+    graph: GraphStore,
+    lock: anyio.Lock,
+    scope: str,
+    bound: int,
+    half_life_days: float,
+    report: ConsolidationReport,
+) -> None:
+    """Keep long-term memory bounded: past ``bound`` (``longterm_capacity``) the weakest go
+    to the trash. Weight = BaseUtility x decay(time since last written, merged or recalled),
+    lifted by recalls, so what is old and unused goes first; restore brings it back. Pinned
+    memories are never pruned (so pinning more than the bound lets it grow)."""
+    async with lock:
+        if await episodic.count(scope, ("longterm",)) <= bound:
+            return  # the common case, answered without reading the rows
+        rows = await episodic.scope_rows(scope, ("longterm",))
+        excess = len(rows) - bound
+        rows = [r for r in rows if not r.get("pinned")]  # pinned: forget only, never decay
+        excess = min(excess, len(rows))
+        if excess <= 0:
+            return
+        clock = now()
+
+        def weight(row: dict[str, Any]) -> float:
+            times = (row.get("last_access"), row.get("tier_changed_at"), row["created_at"])
+            last = max(x for x in times if x is not None)
+            recalls = 1.0 + 0.1 * min(10, int(row.get("access_count") or 0))
+            return (
+                float(row.get("base_utility") or 0.0)
+                * decay(clock - last, half_life_days)
+                * recalls
+            )
+
+        weakest = sorted(rows, key=weight)[:excess]
+        weights = {r["id"]: weight(r) for r in weakest}
+        ids = list(weights)
+        await graph.deactivate(scope, ids)
+        full = await episodic.get(ids, vectors=True)
+        for row in full:
+            reason = (
+                f"decayed: weight {weights[row['id']]:.3f} is among the {excess} weakest of "
+                f"{len(rows)} long-term memories (bound {bound})"
+            )
+            row.update(tier="trash", prev_tier="longterm", tier_changed_at=clock,
+                       decision_reason=reason)  # fmt: skip
+            report.decisions.append(
+                Decision(
+                    id=row["id"],
+                    replay_score=round(weights[row["id"]], 4),
+                    decision="trash",
+                    reason=reason,
+                )  # fmt: skip
+            )
+        await episodic.upsert(full)
+        report.pruned += len(full)
+
+
+async def purge_expired_trash(
+    episodic: EpisodicStore, graph: GraphStore, locks: ScopeLocks, scopes: list[str], days: float
+) -> int:
+    """Delete trashed memories older than ``days``, with their graphs and old versions."""
+    cutoff = now() - timedelta(days=days)
+    purged = 0
+    for scope in scopes:
+        async with locks.scope(scope):
+            old = await episodic.trashed_before(scope, cutoff)
+            if old:
+                await graph.retract(scope, old, purge=True)
+                await episodic.delete(old)
+                purged += len(old)
+    if purged:
+        await episodic.purge_history()
+    return purged
