@@ -265,9 +265,9 @@ async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
 async def _export(args: argparse.Namespace, settings: Settings) -> int:
     """Reads the stores directly: it needs the directory to itself."""
     from .portability import export
-    from .sharing import shared_engine
+    from .sharing import exclusive_directory, open_local
 
-    async with shared_engine(settings, exclusive=True) as engine:
+    async with exclusive_directory(settings), open_local(settings, background=False) as engine:
         counts = await export(engine, args.out)
     print(f"exported {counts['memories']} memories and {counts['quads']} quads to {args.out}")
     return 0

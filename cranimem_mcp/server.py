@@ -21,11 +21,10 @@ from weakref import WeakKeyDictionary
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
-from mcp.server.mcpserver.resolve import ListRoots, Resolve
-from mcp_types import ListRootsResult, NotificationParams, ToolAnnotations
+from mcp_types import NotificationParams, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from .arguments import explain
+from .arguments import DryRun, MemoryIds, Scope, explain
 from .config import Settings
 from .errors import CranimemError, StoreError
 from .models import (
@@ -34,13 +33,11 @@ from .models import (
     MAX_CONTENT,
     MAX_ENTITY,
     MAX_GOAL,
-    MAX_IDS,
     MAX_K,
     MAX_PAGE,
     MAX_SOURCE,
     MAX_TAG,
     MAX_TAGS,
-    MEMORY_ID_PATTERN,
     MIN_CHARS,
     MIN_K,
     SCOPE_PATTERN,
@@ -53,8 +50,7 @@ from .models import (
     RestoreResult,
     Tier,
 )
-from .roots import ask_roots, roots_changed
-from .scopes import scope_for_root
+from .roots import SessionScope, roots_changed
 from .service import MemoryService
 from .sharing import EmbedderPreload, EngineHandle
 
@@ -62,19 +58,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Every argument carries a description: it is the only help the model gets for it.
-Scope = Annotated[
-    str | None,
-    Field(
-        pattern=SCOPE_PATTERN,
-        description="Memory scope: 1-64 chars of [A-Za-z0-9_.:-]. Leave it out to use this "
-        "session's scope (its workspace folder, when the client shares roots).",
-    ),
-]
-MemoryId = Annotated[str, Field(pattern=MEMORY_ID_PATTERN)]
-MemoryIds = Annotated[list[MemoryId], Field(max_length=MAX_IDS)]
-DryRun = Annotated[bool, Field(description="true: report what would happen, change nothing")]
 
 INSTRUCTIONS = """\
 cranimem is the user's long-term memory. Call `remember` with durable facts, preferences,
@@ -130,32 +113,6 @@ def _handle(ctx: Context) -> EngineHandle:
 def _service(ctx: Context) -> MemoryService:
     """What a tool calls: the memory service, local or bridged (one call per tool)."""
     return _handle(ctx).service
-
-
-async def _ask_roots(ctx: Context, scope: str | None = None) -> ListRoots | ListRootsResult | None:
-    """Ask the client for its roots only when the call names no scope and it has some
-    (once per session, bounded: see :mod:`.roots`)."""
-    if scope is not None or not _handle(ctx).settings.scopes.from_roots:
-        return None
-    caps = ctx.client_capabilities
-    return await ask_roots(ctx) if caps is not None and caps.roots is not None else None
-
-
-def _session_scope(
-    ctx: Context,
-    roots: Annotated[ListRootsResult | None, Resolve(_ask_roots)],
-    scope: str | None = None,
-) -> str:
-    """The call's scope: its own, else the session's first root's, else the configured."""
-    if scope is not None:
-        return scope
-    if roots is not None and roots.roots:
-        first = roots.roots[0]
-        return scope_for_root(str(first.uri), first.name)
-    return _handle(ctx).settings.scopes.default
-
-
-Resolved = Annotated[str, Resolve(_session_scope)]
 
 
 # The handles each server's lifespan has open: static resources and the /ui routes get no
@@ -240,7 +197,7 @@ def build_server(
         ],
         ctx: Context,
         scope: Scope = None,
-        in_scope: Resolved = "default",
+        in_scope: SessionScope = "default",
         goal: Annotated[
             str | None,
             Field(
@@ -308,7 +265,7 @@ def build_server(
         ],
         ctx: Context,
         scope: Scope = None,
-        in_scope: Resolved = "default",
+        in_scope: SessionScope = "default",
         k: Annotated[
             int,
             Field(
@@ -387,7 +344,7 @@ def build_server(
             ),
         ] = 0,
         scope: Scope = None,
-        in_scope: Resolved = "default",
+        in_scope: SessionScope = "default",
     ) -> MemoryPage:
         """List the memories of a scope, one page at a time, newest first in their tier (the
         memory forgotten last leads the trash). Each item has its id, tier, text (first 500
@@ -448,7 +405,7 @@ def build_server(
             ),
         ] = None,
         scope: Scope = None,
-        in_scope: Resolved = "default",
+        in_scope: SessionScope = "default",
         all_in_scope: Annotated[
             bool,
             Field(
@@ -495,7 +452,7 @@ def build_server(
         ],
         ctx: Context,
         scope: Scope = None,
-        in_scope: Resolved = "default",
+        in_scope: SessionScope = "default",
     ) -> RestoreResult:
         """Bring memories back from the trash: after a soft `forget` (each returns to the
         tier it was in), or ones consolidation pruned that the user wants kept (they become
@@ -515,7 +472,7 @@ def build_server(
         ],
         ctx: Context,
         scope: Scope = None,
-        in_scope: Resolved = "default",
+        in_scope: SessionScope = "default",
     ) -> GoalResult:
         """Set what this scope's memory is for (e.g. "Help the user plan their trip to Japan
         in May"). It replaces the scope's current goal, which is not kept (the

@@ -514,23 +514,17 @@ for _name in OPERATIONS:
 
 
 @asynccontextmanager
-async def shared_engine(
-    settings: Settings, *, exclusive: bool = False
-) -> AsyncIterator[MemoryService]:
-    """The engine for a one-shot command: the local engine while this process holds the
-    directory (no bridges served, no background work), else the owner's, bridged. With
-    ``exclusive`` (commands that must see the stores directly) an owned directory is an
-    error that names the owner."""
+async def shared_engine(settings: Settings) -> AsyncIterator[MemoryService]:
+    """The memory service for a one-shot command: the local engine while this process holds
+    the directory (no bridges served, no background work), else the owner's, bridged."""
     # As in serve: if this process opens the stores, the model loads beside the open (its
     # session build is native code, mostly off the GIL) instead of after it.
     preload = EmbedderPreload(settings)
-    handle = EngineHandle(
-        settings, require_owner=exclusive, serve_bridges=False, background=False, preload=preload
-    )
+    handle = EngineHandle(settings, serve_bridges=False, background=False, preload=preload)
     try:
         async with handle:
             await handle.get()
-            yield handle.local if exclusive and handle.local is not None else handle.service
+            yield handle.service
     finally:
         await anyio.to_thread.run_sync(preload.join)
 
