@@ -10,7 +10,9 @@ PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 EDGES = {"server", "cli", "eval", "demo"}
 CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval", "heap",
         "linkage", "heuristics", "extraction", "models", "errors", "state", "working_set",
-        "validation"}  # fmt: skip
+        "validation", "service", "inspection"}  # fmt: skip
+STORES = {"engine", "episodic", "graph", "lance", "sparql"}
+FACES = {"server", "ui", "http_transport"}  # call the memory service, never the stores
 
 
 def internal_imports(path: Path) -> set[str]:
@@ -50,3 +52,9 @@ def test_no_print_in_the_package_outside_the_cli():
             if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"
         ]  # fmt: skip
         assert not calls, f"print() in {path}"
+
+
+def test_the_faces_reach_the_stores_only_through_the_service():
+    for name in FACES:
+        bad = internal_imports(PACKAGE / f"{name}.py") & STORES
+        assert not bad, f"{name}.py imports {bad}"
