@@ -354,7 +354,7 @@ def _report_text(r: Any) -> str:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    from .sharing import EmbedderPreload
+    from .preload import EmbedderPreload
 
     base = _settings(args)
     # The local embedder loads in a thread of its own once the handshake is done and this

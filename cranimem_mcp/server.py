@@ -50,9 +50,10 @@ from .models import (
     RestoreResult,
     Tier,
 )
+from .preload import EmbedderPreload
 from .roots import SessionScope, roots_changed
 from .service import MemoryService
-from .sharing import EmbedderPreload, EngineHandle
+from .sharing import EngineHandle
 
 logger = logging.getLogger(__name__)
 
