@@ -38,9 +38,12 @@ from .graph import GraphStore
 from .heuristics import HeuristicTagger
 from .llm import Extractor, Tagger
 from .models import (
+    ENTITY_FACTS,
+    GRAPH_NODES,
     MAX_CONTENT,
     MAX_ENTITY,
     MAX_GOAL,
+    MAX_IDS,
     MAX_INSPECT,
     MAX_K,
     MAX_PAGE,
@@ -63,7 +66,6 @@ from .models import (
     Tier,
     Utility,
 )
-from .service import ENTITY_FACTS, GRAPH_NODES
 from .state import EngineState, load_state, save_state
 from .temporal import observed_at
 from .validation import (
@@ -789,6 +791,8 @@ class MemoryEngine:
     async def get_memories(self, ids: list[str], scope: str = "default") -> list[MemoryDetail]:
         """The memories of the scope with these ids, in that order (unknown ids left out)."""
         scope = check_scope(scope)
+        if len(ids) > MAX_IDS:
+            raise InvalidInput(f"at most {MAX_IDS} ids")
         return await inspection.get_memories(self.episodic, check_ids(ids), scope)
 
     async def recent_memories(

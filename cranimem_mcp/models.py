@@ -30,7 +30,9 @@ MIN_K, MAX_K = 1, 50  # memories a recall returns at most
 MIN_CHARS, MAX_CHARS = 200, 200_000  # characters of a recall's context block
 MAX_AS_OF = 64  # characters of an as_of time
 MAX_PAGE = 100  # memories per list_memories page
-MAX_INSPECT = 200  # memories per inspector listing
+MAX_INSPECT = 200  # memories per inspector listing (and facts or entities per graph query)
+GRAPH_NODES = 40  # entities a graph overview draws at first (the default)
+ENTITY_FACTS = 60  # facts of one entity's neighbourhood (the default)
 
 Scope = Annotated[str, Field(pattern=SCOPE_PATTERN, description="1-64 chars of [A-Za-z0-9_.:-]")]
 MemoryId = Annotated[str, Field(pattern=MEMORY_ID_PATTERN)]

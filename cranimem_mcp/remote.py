@@ -30,6 +30,8 @@ from pydantic_core import to_jsonable_python
 from . import errors
 from .errors import CranimemError, InvalidInput, StoreError
 from .models import (
+    ENTITY_FACTS,
+    GRAPH_NODES,
     MAX_INSPECT,
     ConsolidationReport,
     EntityView,
@@ -46,8 +48,6 @@ from .models import (
 )
 from .ownership import OwnerGone
 from .service import (
-    ENTITY_FACTS,
-    GRAPH_NODES,
     LOCAL_ONLY,
     OPERATIONS,
     MemoryService,

@@ -25,6 +25,8 @@ from typing import Any, Protocol, get_type_hints, runtime_checkable
 from pydantic import TypeAdapter
 
 from .models import (
+    ENTITY_FACTS,
+    GRAPH_NODES,
     MAX_INSPECT,
     ConsolidationReport,
     EntityView,
@@ -42,9 +44,6 @@ from .models import (
 
 # A consolidation's steps, as MCP progress: (done, total, message).
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
-
-GRAPH_NODES = 40  # entities a graph overview draws at first
-ENTITY_FACTS = 60  # facts of one entity's neighbourhood
 
 
 @runtime_checkable

@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from .errors import CranimemError, InvalidInput, NotFound
 from .models import (
+    GRAPH_NODES,
     MAX_CHARS,
     MAX_ENTITY,
     MAX_INSPECT,
@@ -38,7 +39,7 @@ from .models import (
     MemoryDetail,
     Tier,
 )
-from .service import GRAPH_NODES, MemoryService
+from .service import MemoryService
 
 logger = logging.getLogger(__name__)
 
