@@ -3,15 +3,32 @@ argument and the bound it missed ("Invalid argument for recall: `k` must be at m
 (got 51)."), never pydantic's multi-line dump with its type codes and documentation links.
 
 The bounds themselves stay in the tool signatures, where the SDK validates them against the
-input schema; this module only rewords the ``ValidationError`` that validation raises.
+input schema (their numbers come from :mod:`.models`, which the engine checks too); this
+module holds the argument types several tools share and rewords the ``ValidationError``
+that validation raises.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
+
+from .models import MAX_IDS, MEMORY_ID_PATTERN, SCOPE_PATTERN
+
+# Every argument carries a description: it is the only help the model gets for it.
+Scope = Annotated[
+    str | None,
+    Field(
+        pattern=SCOPE_PATTERN,
+        description="Memory scope: 1-64 chars of [A-Za-z0-9_.:-]. Leave it out to use this "
+        "session's scope (its workspace folder, when the client shares roots).",
+    ),
+]
+MemoryId = Annotated[str, Field(pattern=MEMORY_ID_PATTERN)]
+MemoryIds = Annotated[list[MemoryId], Field(max_length=MAX_IDS)]
+DryRun = Annotated[bool, Field(description="true: report what would happen, change nothing")]
 
 # pydantic's error types for a value of the wrong kind, and what the value must be instead.
 _KINDS = {

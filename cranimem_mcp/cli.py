@@ -181,44 +181,43 @@ async def _one_shot(args: argparse.Namespace) -> int:
     cmd = args.command
     if cmd == "import":
         return await _import(args, settings)
-    # While a server owns the directory these go through it; "check" and "export" read the
-    # stores directly, so they need the directory to themselves.
-    async with shared_engine(settings, exclusive=cmd in ("check", "export")) as engine:
-        if cmd == "export":
-            from .portability import export
-
-            counts = await export(engine, args.out)
-            print(f"exported {counts['memories']} memories and {counts['quads']} quads "
-                  f"to {args.out}")  # fmt: skip
-        elif cmd == "remember":
+    if cmd == "export":
+        return await _export(args, settings)
+    # While a server owns the directory these go through it (the memory service, bridged).
+    async with shared_engine(settings) as engine:
+        if cmd == "remember":
             r = await engine.remember(
-                args.content, args.scope, args.goal, args.source, args.tags, pin=args.pin
-            )
+                content=args.content, scope=args.scope, goal=args.goal, source=args.source,
+                tags=args.tags, pin=args.pin,
+            )  # fmt: skip
             _emit(args, r, _remember_text(r))
         elif cmd == "recall":
             r = await engine.recall(
-                args.query, args.scope, args.k, args.max_chars, args.paths, args.as_of,
-                args.all_scopes,
+                query=args.query, scope=args.scope, k=args.k, max_chars=args.max_chars,
+                paths=args.paths, as_of=args.as_of, all_scopes=args.all_scopes,
             )  # fmt: skip
             _emit(args, r, r.context)
         elif cmd == "consolidate":
-            r = await engine.consolidate(args.scope, args.dry_run)
+            r = await engine.consolidate(scope=args.scope, dry_run=args.dry_run)
             _emit(args, r, _report_text(r))
         elif cmd == "forget":
             r = await engine.forget(
-                args.ids, args.entity, args.scope, args.all_in_scope, args.hard, args.dry_run
-            )
+                ids=args.ids, entity=args.entity, scope=args.scope,
+                all_in_scope=args.all_in_scope, hard=args.hard, dry_run=args.dry_run,
+            )  # fmt: skip
             verb = "would forget" if r.dry_run else "forgot"
             _emit(args, r, f"{verb} {r.forgotten} ({'hard' if r.hard else 'soft'}); "
                   f"facts removed: {r.facts_removed}; ids: {' '.join(r.ids)}")  # fmt: skip
         elif cmd == "list":
-            r = await engine.list_memories(args.scope, args.tier, args.limit, args.offset)
+            r = await engine.list_memories(
+                scope=args.scope, tier=args.tier, limit=args.limit, offset=args.offset
+            )
             _emit(args, r, _page_text(r))
         elif cmd == "restore":
-            r = await engine.restore(args.ids, args.scope)
+            r = await engine.restore(ids=args.ids, scope=args.scope)
             _emit(args, r, f"restored {r.restored}: {' '.join(r.ids)}")
         elif cmd == "goal":
-            r = await engine.set_goal(args.goal, args.scope)
+            r = await engine.set_goal(goal=args.goal, scope=args.scope)
             _emit(args, r, f"goal of {r.scope}: {r.goal}")
         elif cmd == "check":
             problems = await engine.check()
@@ -261,6 +260,17 @@ async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
             if c.fix and c.status != "ok":
                 print(f"      fix: {c.fix}")
     return 1 if any(c.status == "FAIL" for c in checks) else 0
+
+
+async def _export(args: argparse.Namespace, settings: Settings) -> int:
+    """Reads the stores directly: it needs the directory to itself."""
+    from .portability import export
+    from .sharing import exclusive_directory, open_local
+
+    async with exclusive_directory(settings), open_local(settings, background=False) as engine:
+        counts = await export(engine, args.out)
+    print(f"exported {counts['memories']} memories and {counts['quads']} quads to {args.out}")
+    return 0
 
 
 async def _import(args: argparse.Namespace, settings: Settings) -> int:
@@ -344,7 +354,7 @@ def _report_text(r: Any) -> str:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    from .sharing import EmbedderPreload
+    from .preload import EmbedderPreload
 
     base = _settings(args)
     # The local embedder loads in a thread of its own once the handshake is done and this
@@ -357,7 +367,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 async def _run_server(args: argparse.Namespace, base: Settings, preload: Any) -> None:
-    from .server import build_server, serve_http
+    from .server import build_server, service_of
 
     server_overrides = {
         k: v
@@ -372,16 +382,25 @@ async def _run_server(args: argparse.Namespace, base: Settings, preload: Any) ->
     settings = base.model_copy(update={"server": base.server.model_copy(update=server_overrides)})
     if server_overrides:
         settings = Settings.model_validate(settings.model_dump())
-    if args.command == "ui" or settings.server.transport == "http":
+    # The HTTP daemon must own the directory: fail now, not at the first tool call. The
+    # inspector need not: it bridges to the owner (Claude Desktop's serve, say) if there is one.
+    daemon = args.command == "serve" and settings.server.transport == "http"
+    if daemon:
         from .sharing import exclusive_directory
 
-        # The daemon must own the directory: fail now, not at the first tool call.
         async with exclusive_directory(settings):
             pass
-    mcp = build_server(settings, preload=preload)
+    mcp = build_server(settings, preload=preload, require_owner=daemon)
     logger.info("data directory %s", settings.home)
+
+    async def serve_http() -> None:
+        from .http_transport import serve_http  # the stdio server never needs it
+
+        # The inspector calls the tools' own memory service (local or bridged).
+        await serve_http(settings, mcp, lambda: service_of(mcp))
+
     if args.command == "ui":
-        from .server import resolve_token
+        from .http_auth import resolve_token
 
         token, _path = resolve_token(settings)
         host = settings.server.host
@@ -404,14 +423,14 @@ async def _run_server(args: argparse.Namespace, base: Settings, preload: Any) ->
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(announce)
-                await serve_http(settings, mcp)
+                await serve_http()
                 tg.cancel_scope.cancel()  # the server stopped: stop waiting for it
         except BaseExceptionGroup as group:
             # announce() raises nothing of its own: what failed is the server; surface it as
             # it was (a SystemExit from uvicorn, a CranimemError), not wrapped in a group.
             raise group.exceptions[0] from None
     elif settings.server.transport == "http":
-        await serve_http(settings, mcp)
+        await serve_http()
     else:
         await mcp.run_stdio_async()
 

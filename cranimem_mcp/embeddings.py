@@ -9,7 +9,7 @@ torch). :func:`local_embedder` picks between them by model name.
 
 Models load lazily: never at import, never on construction, never on the MCP handshake.
 ``serve`` warms the local one in a background thread as it opens the stores, after the MCP
-handshake (:class:`~cranimem_mcp.sharing.EmbedderPreload`); a call then waits only for what
+handshake (:class:`~cranimem_mcp.preload.EmbedderPreload`); a call then waits only for what
 is not loaded yet (the load lock).
 """
 

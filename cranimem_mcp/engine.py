@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from . import consistency, forgetting, gating, linkage, redaction, retrieval
+from . import consistency, forgetting, gating, inspection, linkage, redaction, retrieval
 from .config import Settings
 from .consolidation import ReplayParams
 from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
@@ -42,23 +42,41 @@ from .graph import GraphStore
 from .heuristics import HeuristicTagger
 from .llm import Extractor, Tagger
 from .models import (
+    ENTITY_FACTS,
+    GRAPH_NODES,
+    MAX_CONTENT,
+    MAX_ENTITY,
+    MAX_GOAL,
+    MAX_IDS,
+    MAX_INSPECT,
+    MAX_K,
     MAX_PAGE,
+    MAX_SOURCE,
+    MAX_TAG,
+    MAX_TAGS,
+    MIN_CHARS,
+    MIN_K,
     BufferInfo,
     ConsolidationReport,
+    EntityView,
     ForgetResult,
     GoalResult,
+    GraphView,
+    MemoryDetail,
     MemoryPage,
     RecallResult,
     RememberResult,
     RestoreResult,
     ScopeStats,
     Stats,
+    Tier,
     Utility,
 )
 from .replay import ConsolidationPolicy, Consolidator, Progress
 from .state import EngineState
 from .temporal import observed_at
 from .validation import (
+    check_ids,
     check_scope,
     check_text,
     check_time,
@@ -69,8 +87,6 @@ from .validation import (
 
 logger = logging.getLogger(__name__)
 
-MAX_CONTENT = 32_000
-MAX_TAGS = 32
 PATHS = ("episodic", "graph")
 PREVIEW_CHARS = 500  # of each memory's text in a listing
 
@@ -233,9 +249,9 @@ class MemoryEngine:
     ) -> RememberResult:
         content = check_text("content", content, MAX_CONTENT)
         scope = check_scope(scope)
-        goal = check_text("goal", goal, 2000) if goal is not None else None
-        source = check_text("source", source, 200) if source is not None else None
-        tags = [check_text("tag", t, 64) for t in (tags or [])]
+        goal = check_text("goal", goal, MAX_GOAL) if goal is not None else None
+        source = check_text("source", source, MAX_SOURCE) if source is not None else None
+        tags = [check_text("tag", t, MAX_TAG) for t in (tags or [])]
         if len(tags) > MAX_TAGS:
             raise InvalidInput(f"at most {MAX_TAGS} tags")
         capacity = self.settings.episodic.capacity
@@ -506,10 +522,10 @@ class MemoryEngine:
         r = self.settings.retrieval
         k = r.k if k is None else k
         max_chars = r.max_chars if max_chars is None else max_chars
-        if not 1 <= k <= 50:
-            raise InvalidInput("k must be between 1 and 50")
-        if max_chars < 200:
-            raise InvalidInput("max_chars must be at least 200")
+        if not MIN_K <= k <= MAX_K:
+            raise InvalidInput(f"k must be between {MIN_K} and {MAX_K}")
+        if max_chars < MIN_CHARS:
+            raise InvalidInput(f"max_chars must be at least {MIN_CHARS}")
         paths = list(PATHS) if paths is None else paths
         if not paths or any(p not in PATHS for p in paths):
             raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
@@ -592,7 +608,7 @@ class MemoryEngine:
 
     async def set_goal(self, goal: str, scope: str = "default") -> GoalResult:
         # A goal is saved in state.json: a credential in it is replaced as in a memory.
-        goal = redaction.redact(check_text("goal", goal, 2000)).text
+        goal = redaction.redact(check_text("goal", goal, MAX_GOAL)).text
         scope = check_scope(scope)
         self.state.goals[scope] = goal
         await self.save_state()
@@ -632,7 +648,7 @@ class MemoryEngine:
     async def list_memories(
         self,
         scope: str = "default",
-        tier: str | None = None,
+        tier: Tier | None = None,
         limit: int = 20,
         offset: int = 0,
     ) -> MemoryPage:
@@ -678,6 +694,41 @@ class MemoryEngine:
         scope = check_scope(scope)
         return await self.graph.turtle(scope, self.settings.retrieval.graph_resource_max_triples)
 
+    # --- inspection (the web inspector's queries, in :mod:`.inspection`) ---------------------
+
+    async def get_memories(self, ids: list[str], scope: str = "default") -> list[MemoryDetail]:
+        """The memories of the scope with these ids, in that order (unknown ids left out)."""
+        scope = check_scope(scope)
+        if len(ids) > MAX_IDS:
+            raise InvalidInput(f"at most {MAX_IDS} ids")
+        return await inspection.get_memories(self.episodic, check_ids(ids), scope)
+
+    async def recent_memories(
+        self, scope: str = "default", tier: Tier | None = None, limit: int = MAX_INSPECT
+    ) -> list[MemoryDetail]:
+        """The scope's newest memories (of one tier, or all), newest first."""
+        scope = check_scope(scope)
+        if tier is not None and tier not in TIERS:
+            raise InvalidInput(f"tier must be one of {', '.join(TIERS)} (or left out for all)")
+        _check_limit(limit, MAX_INSPECT)
+        tiers = (tier,) if tier is not None else TIERS
+        return await inspection.recent_memories(self.episodic, scope, tiers, limit)
+
+    async def graph_overview(self, scope: str = "default", limit: int = GRAPH_NODES) -> GraphView:
+        """The best-supported entities of the scope's long-term memory, and their facts."""
+        scope = check_scope(scope)
+        _check_limit(limit, MAX_INSPECT)
+        return await inspection.graph_overview(self.episodic, self.graph, scope, limit)
+
+    async def entity_neighbourhood(
+        self, name: str, scope: str = "default", limit: int = ENTITY_FACTS
+    ) -> EntityView:
+        """One entity's facts, the entities at their other ends, their source memories."""
+        name = check_text("name", name, MAX_ENTITY)
+        scope = check_scope(scope)
+        _check_limit(limit, MAX_INSPECT)
+        return await inspection.entity_neighbourhood(self.episodic, self.graph, scope, name, limit)
+
 
 def _policy(settings: Settings, functional: frozenset[str]) -> ConsolidationPolicy:
     c, t = settings.consolidation, settings.temporal
@@ -693,3 +744,8 @@ def _policy(settings: Settings, functional: frozenset[str]) -> ConsolidationPoli
         interval_seconds=c.interval_seconds,
         idle_seconds=c.idle_seconds,
     )
+
+
+def _check_limit(limit: int, most: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
+        raise InvalidInput(f"limit must be an integer from 1 to {most}, got {limit!r}")

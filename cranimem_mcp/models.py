@@ -15,7 +15,24 @@ SCOPE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 MEMORY_ID_PATTERN = r"^m_[0-9a-f]{20}$"
 SCOPE_RE = re.compile(SCOPE_PATTERN)
 MEMORY_ID_RE = re.compile(MEMORY_ID_PATTERN)
+
+# The bounds of what callers may pass, in one place: the MCP tools' signatures declare them
+# (the SDK validates them against the input schema) and the engine checks them again for
+# every other caller (the CLI, the owner's RPC, the inspector).
+MAX_CONTENT = 32_000  # characters of a memory or a query
+MAX_TAGS = 32  # tags per memory
+MAX_TAG = 64  # characters per tag
+MAX_GOAL = 2000  # characters of a goal
+MAX_SOURCE = 200  # characters of a source
+MAX_ENTITY = 500  # characters of an entity name (forget, the inspector)
+MAX_IDS = 1000  # ids per forget or restore call
+MIN_K, MAX_K = 1, 50  # memories a recall returns at most
+MIN_CHARS, MAX_CHARS = 200, 200_000  # characters of a recall's context block
+MAX_AS_OF = 64  # characters of an as_of time
 MAX_PAGE = 100  # memories per list_memories page
+MAX_INSPECT = 200  # memories per inspector listing (and facts or entities per graph query)
+GRAPH_NODES = 40  # entities a graph overview draws at first (the default)
+ENTITY_FACTS = 60  # facts of one entity's neighbourhood (the default)
 
 Scope = Annotated[str, Field(pattern=SCOPE_PATTERN, description="1-64 chars of [A-Za-z0-9_.:-]")]
 MemoryId = Annotated[str, Field(pattern=MEMORY_ID_PATTERN)]
@@ -269,6 +286,76 @@ class Stats(BaseModel):
     models: dict[str, str]
     scopes: list[ScopeStats]
     fallbacks: dict[str, int] = {}
+
+
+class MemoryDetail(BaseModel):
+    """One memory with everything the inspector shows of it (no vector)."""
+
+    id: str
+    scope: str
+    tier: Tier
+    content: str
+    created_at: datetime
+    observed_at: datetime | None = None
+    last_access: datetime | None = None
+    tier_changed_at: datetime | None = None
+    importance: float | None = None
+    surprise: float | None = None
+    emotion: float | None = None
+    base_utility: float | None = None
+    relevance: float | None = None
+    tagged_by: str | None = None
+    entities: list[str] = []
+    tags: list[str] = []
+    source: str | None = None
+    replay_score: float | None = None
+    decision_reason: str | None = None
+    gate_reason: str | None = None
+    pinned: bool = False
+
+
+class GraphNode(BaseModel):
+    id: str = Field(description="The entity's canonical name")
+    label: str
+    support: int = Field(description="Active memories that mention it")
+
+
+class GraphEdge(BaseModel):
+    source: str = Field(description="The subject's canonical name")
+    target: str = Field(description="The object's canonical name")
+    predicate: str
+    support: int
+
+
+class FactSource(BaseModel):
+    id: str
+    content: str
+    tier: Tier
+
+
+class EntityFact(GraphEdge):
+    subject: str
+    object: str
+    sources: list[FactSource]
+
+
+class GraphView(BaseModel):
+    """The best-supported entities of a scope's long-term memory and the facts among them."""
+
+    scope: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    total: int = Field(description="Entities with support in all (nodes holds the first)")
+
+
+class EntityView(BaseModel):
+    """One entity's neighbourhood: its facts, their other ends, their source memories."""
+
+    scope: str
+    entity: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    facts: list[EntityFact]
 
 
 RememberResult.model_rebuild()

@@ -14,7 +14,7 @@ an embedder, "auto" keeps that one (an Ollama-filled store with Ollama down is a
 silent switch to another space); ``cranimem-mcp reembed`` changes it on request.
 
 When ``serve`` opens the stores it starts loading the local embedder before this choice is
-made, if the run will probably use it (:func:`cranimem_mcp.sharing.embedder_to_preload`);
+made, if the run will probably use it (:func:`cranimem_mcp.preload.embedder_to_preload`);
 the preloaded embedder comes back here as ``local``. An unused preload costs a little CPU.
 """
 

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.resolve import ListRoots
+from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import ListRootsRequest, ListRootsResult, NotificationParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+
+from .scopes import scope_for_root
 
 logger = logging.getLogger(__name__)
 
@@ -98,3 +100,36 @@ async def roots_changed(ctx: Any, _params: NotificationParams) -> None:
     known.generation += 1
     known.asked, known.roots = False, None
     logger.info("the client's roots changed: asking again on the next call")
+
+
+# --- a call's scope ----------------------------------------------------------------------------
+# The server's lifespan context (its EngineHandle) carries the settings.
+
+
+async def _roots_for_scope(
+    ctx: Context, scope: str | None = None
+) -> ListRoots | ListRootsResult | None:
+    """Ask the client for its roots only when the call names no scope and it has some
+    (once per session, bounded: see above)."""
+    if scope is not None or not ctx.request_context.lifespan_context.settings.scopes.from_roots:
+        return None
+    caps = ctx.client_capabilities
+    return await ask_roots(ctx) if caps is not None and caps.roots is not None else None
+
+
+def session_scope(
+    ctx: Context,
+    roots: Annotated[ListRootsResult | None, Resolve(_roots_for_scope)],
+    scope: str | None = None,
+) -> str:
+    """The call's scope: its own, else the session's first root's, else the configured."""
+    if scope is not None:
+        return scope
+    if roots is not None and roots.roots:
+        first = roots.roots[0]
+        return scope_for_root(str(first.uri), first.name)
+    return ctx.request_context.lifespan_context.settings.scopes.default
+
+
+# A tool argument the SDK fills in: the call's scope.
+SessionScope = Annotated[str, Resolve(session_scope)]

@@ -1,17 +1,20 @@
 """Sharing one data directory between processes: never two writers.
 
-:class:`EngineHandle` is what a server's tools talk to. On start it tries to become the
-directory's owner (:mod:`.ownership`): the owner opens the stores, and serves the engine's
-operations to other processes on a loopback port (:mod:`.remote`). A process that finds the
+:class:`EngineHandle` is what the faces (MCP tools, CLI, inspector) talk to: a
+:class:`~cranimem_mcp.service.MemoryService` whose operations go to the engine that is
+current, local or remote. On start it tries to become the directory's owner
+(:mod:`.ownership`): the owner opens the stores, and serves the engine's operations to other
+processes on a loopback port (:mod:`.remote`). A process that finds the
 directory owned becomes a *bridge*: its calls go to the owner. When the owner exits, the
 kernel frees its lock and a bridge takes over (it watches the lock); if no owner appears and
 the lock stays held (a long one-shot command, say) for ``server.owner_wait_seconds``, calls
 fail with a message that says who holds the directory.
 
 Opening happens in the background, so the MCP handshake never waits on it: the heavy
-imports (LanceDB) run in a worker thread and tools wait on :meth:`EngineHandle.get`. The
-local embedder loads in a thread of its own (:class:`EmbedderPreload`), started by
-``serve``'s handle as the open begins and in parallel with it; a bridge never starts it.
+imports (LanceDB; :func:`_engine_half`) run in a worker thread and tools wait on
+:meth:`EngineHandle.get`. The local embedder loads in a thread of its own
+(:class:`EmbedderPreload`), started by ``serve``'s handle as the open begins and in parallel
+with it; a bridge never starts it.
 
 A request the owner may have applied before it died is not repeated (a write could count
 twice); the caller gets a clear error. Reads, and requests that never reached the owner,
@@ -20,29 +23,31 @@ are repeated on the next owner.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import socket
-import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
 from .config import Settings
 from .errors import ConfigError, CranimemError, StoreError
 from .ownership import (
-    READ_ONLY,
     DirectoryLock,
     OwnerGone,
     owner_token,
     read_owner_info,
     write_owner_info,
 )
+from .preload import EmbedderPreload
+from .service import OPERATIONS, READ_ONLY, MemoryService, signature
+
+if TYPE_CHECKING:
+    from .engine import MemoryEngine
 
 logger = logging.getLogger(__name__)
 
@@ -50,117 +55,16 @@ POLL = 0.2  # seconds between looks at the lock while waiting for an owner
 GRACE = 0.5  # seconds the open waits after start unless a call needs the engine sooner
 
 
-async def _import(name: str) -> Any:
-    """Import a heavy module off the event loop (``import lancedb`` is seconds of CPU)."""
-    return await anyio.to_thread.run_sync(importlib.import_module, name)
-
-
-def embedder_to_preload(settings: Settings) -> Any:
-    """The local embedder (not loaded yet) when the settings and the store point to it
-    (``local``, or ``auto`` with a store that is empty or was filled by a local embedder);
-    else None. Imports only what that takes (numpy; not providers and the Ollama client): it
-    runs beside the engine's open, and its Python work takes the GIL from the open's."""
-    from .embeddings import local_embedder
-    from .state import load_state
-
-    choice = settings.models.embedder
-    if choice == "ollama":
-        return None
-    if choice == "auto":
-        path = settings.home / "state.json"
-        known = load_state(path).embedder if path.exists() else None
-        if known is not None and not str(known["id"]).startswith("local:"):
-            return None
-    return local_embedder(settings.models.embedder_model, settings.models.threads)
-
-
-class EmbedderPreload:
-    """Loads the local embedder in a daemon thread. ``serve`` makes one and hands it to its
-    :class:`EngineHandle`, which starts it the moment it becomes the directory's owner, at
-    the start of the engine's open: the model loads beside the open instead of after it.
-
-    Why not on the first line of ``serve``: measured (docs/RESULTS.md), a thread started
-    there took the GIL from the MCP layer's imports and delayed ``initialize`` by ~0.6 s;
-    the open itself waits for the handshake (``GRACE``), and so does this.
-
-    The thread decides whether this run will use the local embedder at all
-    (:func:`embedder_to_preload`), then loads it and embeds once, then loads the parser
-    (:mod:`cranimem_mcp.syntax`) and parses once.
-    :meth:`take` waits for the decision only, never for the load: a call that needs the
-    embedder before it is warm waits on the embedder's own load lock. A failed load is
-    logged here and raised again by the first call, to its caller."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._embedder: Any = None
-        self._decided = threading.Event()
-        self._embedder_done = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, args=(settings,), name="embedder preload", daemon=True
-        )
-
-    def start(self) -> None:
-        if self._thread.ident is None:
-            self._thread.start()
-
-    def _run(self, settings: Settings) -> None:
-        embedder = None
-        try:
-            self._embedder = embedder = embedder_to_preload(settings)
-        except Exception as exc:  # the engine's open meets the same problem and raises it
-            logger.warning("not preloading the embedder: %s", exc)
-        finally:
-            self._decided.set()
-        try:
-            if embedder is not None:
-                started = time.perf_counter()
-                try:
-                    embedder.embed_sync(["warm up"])  # loads it; onnxruntime allocates buffers
-                except Exception as exc:
-                    logger.warning("preloading the embedder %s failed: %s", embedder.id, exc)
-                else:
-                    logger.info(
-                        "embedder %s warm in %.2f s", embedder.id, time.perf_counter() - started
-                    )
-        finally:
-            self._embedder_done.set()
-        # Then the parser every write's quick extraction reads (after the embedder, so the
-        # two loads do not fight over the GIL).
-        started = time.perf_counter()
-        try:
-            from . import syntax
-
-            syntax.warm_up()
-        except Exception as exc:  # the first write meets the same problem and raises it
-            logger.warning("preloading the parser failed: %s", exc)
-        else:
-            logger.info("parser warm in %.2f s", time.perf_counter() - started)
-
-    def join(self, timeout: float = 30.0) -> None:
-        """Wait for the load to end before the process exits: an exit while onnxruntime
-        builds its session in this thread aborts the process (std::terminate, seen here)."""
-        if self._thread.ident is not None:
-            # The parser's load after it is plain Python: an exit may cut it short.
-            self._embedder_done.wait(timeout)
-
-    async def take(self) -> Any:
-        """The preloaded embedder (or None), once; later calls return None."""
-        self.start()
-        await anyio.to_thread.run_sync(self._decided.wait)
-        embedder, self._embedder = self._embedder, None
-        return embedder
-
-
 @asynccontextmanager
 async def open_local(
     settings: Settings, background: bool = True, local: Any = None
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[MemoryEngine]:
     """Select the model providers and open a :class:`MemoryEngine` (the caller owns the
     directory). ``local``: the local embedder to use if the choice is local (preloaded)."""
-    engine_mod = await _import("cranimem_mcp.engine")
-    providers_mod = await _import("cranimem_mcp.providers")
+    memory_engine, select_providers = await anyio.to_thread.run_sync(_engine_half)
     async with (
-        await providers_mod.select_providers(settings, local=local) as providers,
-        engine_mod.MemoryEngine(
+        await select_providers(settings, local=local) as providers,
+        memory_engine(
             settings,
             embedder=providers.embedder,
             tagger=providers.tagger,
@@ -170,6 +74,26 @@ async def open_local(
         ) as engine,
     ):
         yield engine
+
+
+def _engine_half() -> tuple[type[MemoryEngine], Any]:
+    """The owner's half, imported only by a process that opens the stores (a bridge never
+    does), and in a worker thread: ``import lancedb`` is seconds of CPU, which the event loop
+    (answering the MCP handshake meanwhile) must not wait for."""
+    from .engine import MemoryEngine
+    from .providers import select_providers
+
+    return MemoryEngine, select_providers
+
+
+def _rpc_half() -> tuple[Any, Any]:
+    """What an owner serves bridges with (uvicorn, the RPC app); imported as
+    :func:`_engine_half`."""
+    import uvicorn
+
+    from .remote import rpc_app
+
+    return uvicorn, rpc_app
 
 
 def _open_error(exc: BaseException, home: Path) -> CranimemError:
@@ -232,8 +156,8 @@ class EngineHandle:
         self.background = background
         self._preload = preload
         self.role = "starting"  # "owner" | "bridge"
-        self.local: Any = None  # the MemoryEngine while this process owns the directory
-        self._current: Any = None
+        self.local: MemoryEngine | None = None  # while this process owns the directory
+        self._current: MemoryService | None = None
         self._ready = anyio.Event()
         self._lost = anyio.Event()
         self._error: BaseException | None = None
@@ -245,8 +169,14 @@ class EngineHandle:
         self._tg: Any = None
         self.takeovers = 0
 
+    @property
+    def service(self) -> MemoryService:
+        """This handle as what it is: a :class:`MemoryService` (its operations are made from
+        the Protocol below the class, so a type checker needs to be told, once, here)."""
+        return cast(MemoryService, self)
+
     @classmethod
-    def of(cls, engine: Any) -> EngineHandle:
+    def of(cls, engine: MemoryEngine) -> EngineHandle:
         """A handle over an engine opened elsewhere (tests, the CLI)."""
         handle = cls(engine.settings)
         handle.role, handle.local, handle._current = "owner", engine, engine
@@ -272,7 +202,7 @@ class EngineHandle:
 
     # --- the engine, when ready ------------------------------------------------------------
 
-    async def get(self) -> Any:
+    async def get(self) -> MemoryService:
         """The current engine; waits for the open (or the takeover) to finish."""
         self._wanted.set()
         while True:
@@ -282,11 +212,13 @@ class EngineHandle:
                 raise self._error
             await self._ready.wait()
 
-    async def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    async def call(self, method: str, **params: Any) -> Any:
+        """One operation on the current engine (local or bridged); a read the owner may have
+        got before it died is repeated on the next owner, a write is not."""
         for _attempt in range(3):
             engine = await self.get()
             try:
-                return await getattr(engine, method)(*args, **kwargs)
+                return await getattr(engine, method)(**params)
             except OwnerGone as exc:
                 self._owner_lost(engine)
                 if exc.sent and method not in READ_ONLY:
@@ -298,36 +230,7 @@ class EngineHandle:
                 logger.info("owner gone during %s; retrying on the next owner", method)
         raise StoreError(f"no owner of {self.home} answered {method} after a takeover")
 
-    # The engine operations the MCP layer uses, each one call (local or bridged).
-
-    async def remember(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.call("remember", *args, **kwargs)
-
-    async def recall(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.call("recall", *args, **kwargs)
-
-    async def consolidate(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.call("consolidate", *args, **kwargs)
-
-    async def forget(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.call("forget", *args, **kwargs)
-
-    async def restore(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.call("restore", *args, **kwargs)
-
-    async def set_goal(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.call("set_goal", *args, **kwargs)
-
-    async def stats(self) -> Any:
-        return await self.call("stats")
-
-    async def list_memories(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.call("list_memories", *args, **kwargs)
-
-    async def graph_turtle(self, scope: str) -> Any:
-        return await self.call("graph_turtle", scope)
-
-    def _owner_lost(self, engine: Any) -> None:
+    def _owner_lost(self, engine: MemoryService) -> None:
         if self._current is engine and self.role == "bridge":
             self._current = None
             self._ready = anyio.Event()
@@ -403,7 +306,7 @@ class EngineHandle:
             f"{f' (pid {pid})' if pid else ''}: {what}"
         )
 
-    def _install(self, engine: Any, role: str) -> None:
+    def _install(self, engine: MemoryService, role: str) -> None:
         if role == "bridge":
             self._preload = None  # the owner embeds; a takeover loads its own
         self.role, self._current, self._error = role, engine, None
@@ -442,8 +345,7 @@ class EngineHandle:
 
     async def _listen(self, tg: Any) -> Any:
         """Serve the engine to bridges on a loopback port, recorded in owner.json."""
-        uvicorn = await _import("uvicorn")
-        rpc_app = (await _import("cranimem_mcp.remote")).rpc_app
+        uvicorn, rpc_app = await anyio.to_thread.run_sync(_rpc_half)
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -471,7 +373,7 @@ class EngineHandle:
 
     async def _bridge(self) -> None:
         """Serve through the owner until it is gone: then try again to own."""
-        remote = self._current
+        remote: Any = self._current  # the RemoteEngine _claim installed
         try:
             async with anyio.create_task_group() as tg:
 
@@ -495,22 +397,39 @@ class EngineHandle:
             await remote.aclose()
 
 
+def _forwarding(name: str) -> Callable[..., Awaitable[Any]]:
+    """The handle's ``name``: the Protocol's signature (checked at the call), then
+    :meth:`EngineHandle.call`."""
+    sig = signature(name)
+
+    async def operation(self: EngineHandle, **params: Any) -> Any:
+        sig.bind(self, **params)  # a wrong argument is a TypeError here, not at the owner
+        return await self.call(name, **params)
+
+    operation.__name__ = name
+    operation.__qualname__ = f"EngineHandle.{name}"
+    operation.__doc__ = getattr(MemoryService, name).__doc__
+    operation.__signature__ = sig  # type: ignore[attr-defined]
+    return operation
+
+
+# The handle's operations are the service's, made once from the Protocol, not written out.
+for _name in OPERATIONS:
+    setattr(EngineHandle, _name, _forwarding(_name))
+
+
 @asynccontextmanager
-async def shared_engine(settings: Settings, *, exclusive: bool = False) -> AsyncIterator[Any]:
-    """The engine for a one-shot command: the local engine while this process holds the
-    directory (no bridges served, no background work), else the owner's, bridged. With
-    ``exclusive`` (commands that must see the stores directly) an owned directory is an
-    error that names the owner."""
+async def shared_engine(settings: Settings) -> AsyncIterator[MemoryService]:
+    """The memory service for a one-shot command: the local engine while this process holds
+    the directory (no bridges served, no background work), else the owner's, bridged."""
     # As in serve: if this process opens the stores, the model loads beside the open (its
     # session build is native code, mostly off the GIL) instead of after it.
     preload = EmbedderPreload(settings)
-    handle = EngineHandle(
-        settings, require_owner=exclusive, serve_bridges=False, background=False, preload=preload
-    )
+    handle = EngineHandle(settings, serve_bridges=False, background=False, preload=preload)
     try:
         async with handle:
             await handle.get()
-            yield handle.local if exclusive else handle
+            yield handle.service
     finally:
         await anyio.to_thread.run_sync(preload.join)
 

@@ -1,9 +1,11 @@
-"""The inspector: a small web UI over the same :class:`MemoryEngine` the MCP tools use.
+"""The inspector: a small web UI over the same memory service the MCP tools use.
 
-Served by the HTTP transport under ``/ui`` (``server.http_app`` adds these routes behind the
-bearer/cookie check). Pages are rendered here on the server; two hand-written scripts in
-``ui_static/`` add the confirm-then-POST buttons and the SVG graph view. Nothing is loaded
-from another origin.
+Served by the HTTP transport under ``/ui`` (``http_transport.http_app`` adds these routes
+behind the bearer/cookie check). Every query is a :class:`~cranimem_mcp.service.MemoryService`
+operation, never a store read, so the inspector works in a process that bridges to the
+directory's owner as in the owner itself. Pages are rendered here on the server; two
+hand-written scripts in ``ui_static/`` add the confirm-then-POST buttons and the SVG graph
+view. Nothing is loaded from another origin.
 
 Invariants: every string that comes from the store is HTML-escaped before it reaches a page
 (stored text is untrusted); the Content-Security-Policy allows no inline script, so an
@@ -14,23 +16,30 @@ escaping mistake still cannot run code; a request that changes data is a JSON PO
 from __future__ import annotations
 
 import html
-import json
 import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from .engine import MemoryEngine
 from .errors import CranimemError, InvalidInput, NotFound
-from .models import MEMORY_ID_RE, SCOPE_RE
-from .naming import canonical_name
-from .vocabulary import entity_iri
+from .models import (
+    GRAPH_NODES,
+    MAX_CHARS,
+    MAX_ENTITY,
+    MAX_INSPECT,
+    MEMORY_ID_RE,
+    SCOPE_RE,
+    Fact,
+    MemoryDetail,
+    Tier,
+)
+from .service import MemoryService
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +55,12 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-LIST_LIMIT = 200  # memories listed without a query, newest first
-GRAPH_LIMIT = 40  # entities drawn at first; the rest arrive by expanding a node
+LIST_LIMIT = MAX_INSPECT  # memories listed without a query, newest first
+GRAPH_LIMIT = GRAPH_NODES  # entities drawn at first; the rest arrive by expanding a node
+RECALLED = 20  # memories a search shows
 
-EngineRef = Callable[[], MemoryEngine]
+ServiceRef = Callable[[], MemoryService]
+Found = tuple[list[tuple[MemoryDetail, float | None]], list[Fact]]  # (memory, score), facts
 
 
 def h(value: object) -> str:
@@ -66,10 +77,10 @@ def _num(value: float | None) -> str:
 
 
 class UI:
-    """The routes of the inspector. ``engine()`` returns the open engine (the server's)."""
+    """The routes of the inspector. ``service()`` returns the server's memory service."""
 
-    def __init__(self, engine: EngineRef, hosts: list[str] | None, origins: list[str]) -> None:
-        self._engine = engine
+    def __init__(self, service: ServiceRef, hosts: list[str] | None, origins: list[str]) -> None:
+        self._service = service
         self._hosts = hosts  # None: Host is not checked (remote access was allowed)
         self._origins = set(origins)
 
@@ -105,7 +116,7 @@ class UI:
     # --- pages -----------------------------------------------------------------------------
 
     async def overview(self, request: Request) -> Response:
-        stats = await self._engine().stats()
+        stats = await self._service().stats()
         rows = []
         for s in stats.scopes:
             rows.append(
@@ -165,13 +176,13 @@ class UI:
         )
 
     async def memories(self, request: Request) -> Response:
-        engine = self._engine()
-        scopes = await self._scopes(engine)
+        service = self._service()
+        scopes = await self._scopes(service)
         p = request.query_params
         scope = _scope(p.get("scope") or (scopes[0] if scopes else "default"))
         tier = p.get("tier") or ""
         query = (p.get("q") or "").strip()
-        found = await self._find(engine, scope, tier, query, p.get("id"))
+        memories, found_facts = await self._find(service, scope, tier, query, p.get("id"))
         form = (
             '<form class="search" method="get" action="/ui/memories">'
             f'<input type="search" name="q" value="{h(query)}" placeholder="Search (recall)" '
@@ -180,15 +191,13 @@ class UI:
             + _select("tier", [("", "all tiers"), *((t, t) for t in TIERS)], tier)
             + '<button type="submit">Search</button></form>'
         )
-        items = "".join(_memory_html(r) for r in found["memories"])
+        items = "".join(_memory_html(m, score) for m, score in memories)
         facts = "".join(
             f'<li class="fact">{h(f.subject)} <em>{h(f.predicate)}</em> {h(f.object)} '
             f'<span class="meta">support {f.support}</span></li>'
-            for f in found["facts"]
+            for f in found_facts
         )
-        what = f"{len(found['memories'])} memories" + (
-            f" recalled for “{h(query)}”" if query else ""
-        )
+        what = f"{len(memories)} memories" + (f" recalled for “{h(query)}”" if query else "")
         body = (
             f'<h1>Memories</h1>{form}<p id="status" role="status"></p>'
             f'<p class="meta" id="count">{what} in scope <code>{h(scope)}</code></p>'
@@ -202,7 +211,7 @@ class UI:
         return _page("Memories", "memories", body)
 
     async def graph_page(self, request: Request) -> Response:
-        scopes = await self._scopes(self._engine())
+        scopes = await self._scopes(self._service())
         scope = _scope(request.query_params.get("scope") or (scopes[0] if scopes else "default"))
         body = (
             '<h1>Graph</h1><form class="search" method="get" action="/ui/graph">'
@@ -226,78 +235,34 @@ class UI:
     # --- JSON ------------------------------------------------------------------------------
 
     async def api_stats(self, request: Request) -> Response:
-        stats = await self._engine().stats()
-        return _json(json.loads(stats.model_dump_json()))
+        stats = await self._service().stats()
+        return _json(stats.model_dump(mode="json"))
 
     async def api_memories(self, request: Request) -> Response:
         p = request.query_params
-        engine = self._engine()
         scope = _scope(p.get("scope") or "default")
-        found = await self._find(engine, scope, p.get("tier") or "", (p.get("q") or "").strip())
+        query = (p.get("q") or "").strip()
+        memories, facts = await self._find(self._service(), scope, p.get("tier") or "", query)
         return _json(
             {
                 "scope": scope,
-                "memories": [_row_json(r) for r in found["memories"]],
-                "facts": [json.loads(f.model_dump_json()) for f in found["facts"]],
+                "memories": [_row_json(m, score) for m, score in memories],
+                "facts": [f.model_dump(mode="json") for f in facts],
             }
         )
 
     async def api_graph(self, request: Request) -> Response:
-        engine = self._engine()
         scope = _scope(request.query_params.get("scope") or "default")
-        rows = await engine.episodic.scope_rows(scope, ("longterm",))
-        names: dict[str, str] = {}
-        for r in rows:
-            for name in r.get("entities") or []:
-                names.setdefault(canonical_name(name), name)
-        support = await engine.graph.entity_support(scope, list(names.values()))
-        ranked = sorted((n for n, c in support.items() if c > 0), key=lambda n: (-support[n], n))
-        top = ranked[:GRAPH_LIMIT]
-        facts = await engine.graph.facts(
-            scope, [entity_iri(scope, n) for n in top], 1, GRAPH_LIMIT * 4
-        )
-        nodes = {canonical_name(n): {"id": canonical_name(n), "label": n, "support": support[n]}
-                 for n in top}  # fmt: skip
-        edges = [_edge(f) for f in facts]
-        edges = [e for e in edges if e["source"] in nodes and e["target"] in nodes]
-        return _json(
-            {"scope": scope, "nodes": list(nodes.values()), "edges": edges, "total": len(ranked)}
-        )
+        view = await self._service().graph_overview(scope=scope, limit=GRAPH_LIMIT)
+        return _json(view.model_dump(mode="json"))
 
     async def api_entity(self, request: Request) -> Response:
-        engine = self._engine()
         scope = _scope(request.query_params.get("scope") or "default")
         name = (request.query_params.get("name") or "").strip()
-        if not 0 < len(name) <= 500:
-            raise InvalidInput("name must be 1-500 characters")
-        facts = await engine.graph.facts(scope, [entity_iri(scope, name)], 1, 60)
-        ids = sorted({i for f in facts for i in f.sources})
-        rows = {r["id"]: r for r in await engine.episodic.get(ids)}
-        labels = {canonical_name(x): x for f in facts for x in (f.subject, f.object)}
-        support = await engine.graph.entity_support(scope, list(labels.values()))
-        return _json(
-            {
-                "scope": scope,
-                "entity": name,
-                "nodes": [
-                    {"id": k, "label": v, "support": support.get(v, 0)} for k, v in labels.items()
-                ],  # fmt: skip
-                "edges": [_edge(f) for f in facts],
-                "facts": [
-                    {
-                        **_edge(f),
-                        "subject": f.subject,
-                        "object": f.object,
-                        "sources": [
-                            {"id": i, "content": rows[i]["content"], "tier": rows[i]["tier"]}
-                            for i in f.sources
-                            if i in rows
-                        ],
-                    }
-                    for f in facts
-                ],
-            }
-        )
+        if not 0 < len(name) <= MAX_ENTITY:
+            raise InvalidInput(f"name must be 1-{MAX_ENTITY} characters")
+        view = await self._service().entity_neighbourhood(name=name, scope=scope)
+        return _json(view.model_dump(mode="json"))
 
     async def api_action(self, request: Request) -> Response:
         """forget (soft), restore, purge (hard forget): the MCP tools' engine calls."""
@@ -316,44 +281,42 @@ class UI:
             return _error(400, 'expected {"ids": [...], "scope": "..."}')
         if not ids or not all(isinstance(i, str) and MEMORY_ID_RE.match(i) for i in ids):
             return _error(400, "ids must be memory ids")
-        engine = self._engine()
+        service = self._service()
         if action == "restore":
-            result = await engine.restore(ids, scope)
+            result = await service.restore(ids=ids, scope=scope)
         else:
-            result = await engine.forget(ids, None, scope, hard=action == "purge")
+            result = await service.forget(ids=ids, scope=scope, hard=action == "purge")
         logger.info("ui %s %s in %s", action, ids, scope)
-        return _json({"action": action, **json.loads(result.model_dump_json())})
+        return _json({"action": action, **result.model_dump(mode="json")})
 
     # --- helpers ---------------------------------------------------------------------------
 
     @staticmethod
-    async def _scopes(engine: MemoryEngine) -> list[str]:
-        return [s.scope for s in (await engine.stats()).scopes]
+    async def _scopes(service: MemoryService) -> list[str]:
+        return [s.scope for s in (await service.stats()).scopes]
 
     @staticmethod
     async def _find(
-        engine: MemoryEngine, scope: str, tier: str, query: str, memory_id: str | None = None
-    ) -> dict[str, list[Any]]:
+        service: MemoryService, scope: str, tier: str, query: str, memory_id: str | None = None
+    ) -> Found:
         """A query goes through the dual-path recall (as the MCP tool); otherwise the scope's
-        rows are listed, newest first. ``tier`` filters either."""
+        memories are listed, newest first. ``tier`` filters either."""
         if tier and tier not in TIERS:
             raise InvalidInput(f"tier must be one of {list(TIERS)}")
-        tiers = (tier,) if tier else TIERS
         if memory_id:
             if not MEMORY_ID_RE.match(memory_id):
                 raise InvalidInput("not a memory id")
-            rows = [r for r in await engine.episodic.get([memory_id]) if r["scope"] == scope]
-            return {"memories": rows, "facts": []}
+            found = await service.get_memories(ids=[memory_id], scope=scope)
+            return [(m, None) for m in found], []
         if not query:
-            rows = await engine.episodic.scope_rows(scope, tiers)
-            return {"memories": rows[::-1][:LIST_LIMIT], "facts": []}
-        result = await engine.recall(query, scope, 20, 200_000)
-        by_id = {r["id"]: r for r in await engine.episodic.get([i.id for i in result.items])}
-        rows = []
-        for item in result.items:
-            if item.id in by_id:
-                rows.append({**by_id[item.id], "score": item.score})
-        return {"memories": [r for r in rows if r["tier"] in tiers], "facts": result.facts}
+            only = cast("Tier | None", tier or None)  # checked above
+            listed = await service.recent_memories(scope=scope, tier=only, limit=LIST_LIMIT)
+            return [(m, None) for m in listed], []
+        result = await service.recall(query=query, scope=scope, k=RECALLED, max_chars=MAX_CHARS)
+        ids = [item.id for item in result.items]
+        by_id = {m.id: m for m in await service.get_memories(ids=ids, scope=scope)}
+        found = [(by_id[i.id], i.score) for i in result.items if i.id in by_id]
+        return [(m, score) for m, score in found if not tier or m.tier == tier], result.facts
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -377,29 +340,14 @@ def _select(name: str, options: Iterable[tuple[str, str]], chosen: str) -> str:
     return f'<select name="{h(name)}" aria-label="{h(name)}">{opts}</select>'
 
 
-def _edge(f: Any) -> dict[str, Any]:
-    return {
-        "source": canonical_name(f.subject),
-        "target": canonical_name(f.object),
-        "predicate": f.predicate,
-        "support": f.support,
-    }
+def _row_json(m: MemoryDetail, score: float | None) -> dict[str, Any]:
+    return {**m.model_dump(mode="json"), "score": score}
 
 
-def _row_json(r: dict[str, Any]) -> dict[str, Any]:
-    keep = ("id", "scope", "tier", "content", "importance", "surprise", "emotion",
-            "base_utility", "relevance", "tagged_by", "entities", "replay_score",
-            "decision_reason", "score")  # fmt: skip
-    out = {k: r.get(k) for k in keep}
-    for k in ("created_at", "last_access"):
-        out[k] = r[k].isoformat() if r.get(k) else None
-    return out
-
-
-def _memory_html(r: dict[str, Any]) -> str:
-    mid, scope, tier = h(r["id"]), h(r["scope"]), h(r["tier"])
+def _memory_html(m: MemoryDetail, score: float | None) -> str:
+    mid, scope, tier = h(m.id), h(m.scope), h(m.tier)
     buttons = [
-        ("restore", "Restore") if r["tier"] == "trash" else ("forget", "Forget"),
+        ("restore", "Restore") if m.tier == "trash" else ("forget", "Forget"),
         ("purge", "Purge"),
     ]
     actions = "".join(
@@ -407,28 +355,28 @@ def _memory_html(r: dict[str, Any]) -> str:
         f'data-scope="{scope}">{label}</button>'
         for a, label in buttons
     )
-    entities = ", ".join(h(e) for e in r.get("entities") or []) or "-"
-    score = f' <span class="meta">score {r["score"]:.3f}</span>' if "score" in r else ""
+    entities = ", ".join(h(e) for e in m.entities) or "-"
+    scored = f' <span class="meta">score {score:.3f}</span>' if score is not None else ""
     details = [
-        ("importance", _num(r.get("importance"))),
-        ("surprise", _num(r.get("surprise"))),
-        ("emotion", _num(r.get("emotion"))),
-        ("base utility", _num(r.get("base_utility"))),
-        ("relevance to goal", _num(r.get("relevance"))),
-        ("tagged by", h(r.get("tagged_by") or "-")),
+        ("importance", _num(m.importance)),
+        ("surprise", _num(m.surprise)),
+        ("emotion", _num(m.emotion)),
+        ("base utility", _num(m.base_utility)),
+        ("relevance to goal", _num(m.relevance)),
+        ("tagged by", h(m.tagged_by or "-")),
         ("entities", entities),
-        ("replay score", _num(r.get("replay_score"))),
-        ("last decision", h(r.get("decision_reason") or "-")),
-        ("created", h(_when(r.get("created_at")))),
-        ("last access", h(_when(r.get("last_access")))),
-        ("source", h(r.get("source") or "-")),
+        ("replay score", _num(m.replay_score)),
+        ("last decision", h(m.decision_reason or "-")),
+        ("created", h(_when(m.created_at))),
+        ("last access", h(_when(m.last_access))),
+        ("source", h(m.source or "-")),
     ]
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in details)
     return (
         f'<article class="memory" data-id="{mid}" data-tier="{tier}">'
-        f'<p class="content">{h(r["content"])}</p>'
-        f'<p class="meta"><span class="tier {tier}">{tier}</span> <code>{mid}</code>{score}'
-        f" · created {h(_when(r.get('created_at')))}</p>"
+        f'<p class="content">{h(m.content)}</p>'
+        f'<p class="meta"><span class="tier {tier}">{tier}</span> <code>{mid}</code>{scored}'
+        f" · created {h(_when(m.created_at))}</p>"
         f"<details><summary>Details</summary><dl>{dl}</dl></details>"
         f'<div class="actions">{actions}</div></article>'
     )

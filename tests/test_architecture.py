@@ -11,8 +11,11 @@ PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 EDGES = {"server", "cli", "eval", "demo"}
 CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval", "heap",
         "linkage", "heuristics", "extraction", "models", "errors", "state", "working_set",
-        "validation", "naming", "temporal", "vocabulary", "graph_io", "provenance"}  # fmt: skip
+        "validation", "naming", "temporal", "vocabulary", "graph_io", "provenance", "service",
+        "inspection"}  # fmt: skip
 DOMAIN = {"naming", "temporal"}  # the domain's rules, pure: they import nothing of ours
+STORES = {"engine", "episodic", "graph", "lance", "sparql"}
+FACES = {"server", "ui", "http_transport"}  # call the memory service, never the stores
 
 
 def internal_imports(path: Path) -> set[str]:
@@ -66,3 +69,9 @@ def test_the_engine_parts_do_not_import_the_engine():
     for name in parts:
         imports = internal_imports(PACKAGE / f"{name}.py")
         assert "engine" not in imports, f"{name}.py imports the engine"
+
+
+def test_the_faces_reach_the_stores_only_through_the_service():
+    for name in FACES:
+        bad = internal_imports(PACKAGE / f"{name}.py") & STORES
+        assert not bad, f"{name}.py imports {bad}"

@@ -25,7 +25,7 @@ from cranimem_mcp.embeddings import (
 )
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import ConfigError
-from cranimem_mcp.sharing import embedder_to_preload
+from cranimem_mcp.preload import embedder_to_preload
 from cranimem_mcp.state import EngineState, save_state
 
 pytestmark = pytest.mark.anyio

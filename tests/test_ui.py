@@ -271,3 +271,83 @@ async def test_inspector_end_to_end_in_chromium(browser, inspector):
     await expect(fact.locator(".source")).to_contain_text(SEED["bob"])
     await expect(page.locator("#graph")).to_have_attribute("data-state", "settled")
     await page.screenshot(path=shots / "ui-graph.png")
+
+
+# --- bridged to another owner ----------------------------------------------------------------
+
+
+def _wait_for_ui(proc: subprocess.Popen, base: str) -> None:
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if httpx.get(base + "/ui/api/stats", headers=bearer, timeout=10).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(proc.communicate()[1].decode())
+        time.sleep(0.2)
+
+
+async def test_the_inspector_bridges_to_the_process_that_owns_the_directory(tmp_path):
+    """With a `serve` owning the data directory (Claude Desktop's, say), `cranimem-mcp ui`
+    starts anyway, shows the owner's memories and graph, and its changes reach the owner."""
+    from mcp.client.stdio import StdioServerParameters
+
+    from cranimem_mcp.ownership import read_owner_info
+
+    home = tmp_path / "data"
+    env = server_env(
+        home, CRANIMEM_TOKEN=TOKEN, CRANIMEM_MODELS__EMBEDDER="local",
+        CRANIMEM_MODELS__TAGGER="heuristic", CRANIMEM_MODELS__EXTRACTOR="heuristic",
+        CRANIMEM_GATING__TAU_NOISE="-1.0", CRANIMEM_GATING__DEFAULT_GATE="false",
+        CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0",
+    )  # fmt: skip
+    argv = ["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(home)]
+    serve = StdioServerParameters(command=sys.executable, args=argv, env=env)
+    async with Client(serve, cache=None) as owner:
+        ids = {}
+        for key in ("bob", "seats"):
+            r = (await owner.call_tool("remember", {"content": SEED[key]})).structured_content
+            ids[key] = r["id"]
+        await owner.call_tool("consolidate", {})
+        owner_pid = read_owner_info(home).pid
+
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        cmd = [sys.executable, "-m", "cranimem_mcp.cli", "ui", "--port", str(port),
+               "--data-dir", str(home)]  # fmt: skip
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            await anyio.to_thread.run_sync(_wait_for_ui, proc, base)
+            bearer = {"Authorization": f"Bearer {TOKEN}"}
+            async with httpx.AsyncClient(base_url=base, headers=bearer, timeout=60) as http:
+                listed = (await http.get("/ui/api/memories")).json()
+                assert {m["id"] for m in listed["memories"]} == set(ids.values())
+                assert {m["tier"] for m in listed["memories"]} == {"longterm"}
+                found = await http.get("/ui/api/memories", params={"q": "Who works at Acme?"})
+                assert ids["bob"] in {m["id"] for m in found.json()["memories"]}
+                page = await http.get("/ui/memories", params={"id": ids["seats"]})
+                assert SEED["seats"] in page.text
+                graph = (await http.get("/ui/api/graph")).json()
+                assert "acme robotics" in {n["id"] for n in graph["nodes"]}
+                entity = await http.get("/ui/api/entity", params={"name": "Acme Robotics"})
+                sources = {s["id"] for f in entity.json()["facts"] for s in f["sources"]}
+                assert ids["bob"] in sources
+                payload = {"ids": [ids["seats"]], "scope": "default"}
+                forgot = await http.post("/ui/api/forget", headers={"Origin": base}, json=payload)
+                assert forgot.json()["forgotten"] == 1
+            # The change went to the owner, which still owns the directory.
+            trash = await owner.call_tool("list_memories", {"tier": "trash"})
+            assert [m["id"] for m in trash.structured_content["items"]] == [ids["seats"]]
+            assert read_owner_info(home).pid == owner_pid
+        finally:
+            proc.terminate()
+            try:
+                _out, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _out, err = proc.communicate()
+        assert b"in use by another cranimem-mcp process" not in err
