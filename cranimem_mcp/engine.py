@@ -11,11 +11,12 @@ lock again to the items still in the buffer. Consolidations never overlap. Backg
 (every-N-writes and idle-timer consolidation, batched recall counts) lives in the engine's
 task group.
 
-The write and read paths are here. The engine creates what its parts share (the locks, the
-background owner, the state keeper, the recall counts: :mod:`.coordination`) and hands it
-to them: consolidation and the buffer's bound to the :class:`.replay.Consolidator`, forget
-and restore to :mod:`.forgetting`, the stores' cross-check to :mod:`.consistency`. Input
-checks are in :mod:`.validation`.
+The read path is here, the write path in :mod:`.intake`. The engine creates what its parts
+share (the locks, the background owner, the state keeper, the recall counts:
+:mod:`.coordination`) and hands it to them: writes to the :class:`.intake.Intake`,
+consolidation and the buffer's bound to the :class:`.replay.Consolidator`, forget and
+restore to :mod:`.forgetting`, the stores' cross-check to :mod:`.consistency`. Input checks
+are in :mod:`.validation`.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from datetime import datetime
 from typing import Any
 
 import anyio
-import numpy as np
 
-from . import consistency, forgetting, gating, inspection, linkage, redaction, retrieval
+from . import consistency, forgetting, inspection, linkage, redaction, retrieval
 from .config import Settings
 from .consolidation import ReplayParams
 from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
@@ -40,6 +40,7 @@ from .errors import ConfigError, InvalidInput
 from .extraction import HeuristicExtractor
 from .graph import GraphStore
 from .heuristics import HeuristicTagger
+from .intake import Intake, IntakePolicy
 from .llm import Extractor, Tagger
 from .models import (
     ENTITY_FACTS,
@@ -51,12 +52,8 @@ from .models import (
     MAX_INSPECT,
     MAX_K,
     MAX_PAGE,
-    MAX_SOURCE,
-    MAX_TAG,
-    MAX_TAGS,
     MIN_CHARS,
     MIN_K,
-    BufferInfo,
     ConsolidationReport,
     EntityView,
     ForgetResult,
@@ -70,18 +67,14 @@ from .models import (
     ScopeStats,
     Stats,
     Tier,
-    Utility,
 )
 from .replay import ConsolidationPolicy, Consolidator, Progress
 from .state import EngineState
-from .temporal import observed_at
 from .validation import (
     check_ids,
     check_scope,
     check_text,
     check_time,
-    content_hash,
-    new_id,
     now,
 )
 
@@ -149,6 +142,18 @@ class MemoryEngine:
             keeper=self._keeper,
             cached=self._cached,
             recalls=self._recalls,
+        )
+        self._intake = Intake(
+            policy=_intake_policy(settings, self._functional),
+            embedder=self.embedder,
+            cached=self._cached,
+            episodic=self.episodic,
+            graph=self.graph,
+            tagger=self.tagger,
+            durable=self._durable,
+            locks=self._locks,
+            keeper=self._keeper,
+            consolidator=self._consolidator,
         )
         self._stack: AsyncExitStack | None = None
 
@@ -231,10 +236,7 @@ class MemoryEngine:
         await self._background.wait_idle()
 
     def goal_of(self, scope: str) -> str:
-        return self.state.goals.get(scope, self.settings.gating.default_goal)
-
-    async def _goal_vector(self, goal: str) -> np.ndarray:
-        return (await self._cached.embed([goal]))[0]
+        return self._intake.goal_of(scope)
 
     # --- remember --------------------------------------------------------------------------
 
@@ -247,245 +249,8 @@ class MemoryEngine:
         tags: list[str] | None = None,
         pin: bool = False,
     ) -> RememberResult:
-        content = check_text("content", content, MAX_CONTENT)
-        scope = check_scope(scope)
-        goal = check_text("goal", goal, MAX_GOAL) if goal is not None else None
-        source = check_text("source", source, MAX_SOURCE) if source is not None else None
-        tags = [check_text("tag", t, MAX_TAG) for t in (tags or [])]
-        if len(tags) > MAX_TAGS:
-            raise InvalidInput(f"at most {MAX_TAGS} tags")
-        capacity = self.settings.episodic.capacity
-        # The secrets guard comes before everything else, pin included: from here on no
-        # credential is embedded, logged, stored or sent to a model.
-        guarded = [redaction.redact(t) for t in (content, goal or "", source or "", *tags)]
-        found = [label for g in guarded for label in g.found]
-        if found and self.settings.gating.secrets == "reject":
-            return await self._refuse_secret(scope, found)
-        content, goal_text, source_text, *tags = (g.text for g in guarded)
-        goal = goal_text if goal is not None else self.goal_of(scope)
-        source = source_text if source is not None else None
-        if found:
-            logger.info("redacted %d credential(s) from a write to %s", len(found), scope)
-        digest = content_hash(content)
-
-        # The duplicate check, embedding, gate and tags run outside the scope lock, so a slow
-        # model call never holds up other writes; the lock covers check-again-and-insert.
-        prepared = None
-        if await self.episodic.find_hash(scope, digest) is None:
-            prepared = await self._prepare(content, scope, goal, pin, found)
-            if isinstance(prepared, RememberResult):
-                return prepared
-        async with self._locks.scope(scope):
-            existing = await self.episodic.find_hash(scope, digest)
-            if existing is not None:
-                return await self._merge(existing, scope, tags, capacity, pin, found)
-            if prepared is None:  # the duplicate went away meanwhile (forgotten): start over
-                prepared = await self._prepare(content, scope, goal, pin, found)
-                if isinstance(prepared, RememberResult):
-                    return prepared
-            vector, rel, decision, tagging = prepared
-            utility = tagging.utility
-            quick = linkage.quick(content)  # one parse per text, kept for consolidation
-            entities = [e.name for e in quick.entities]
-            turn = self.state.turns.get(scope, 0) + 1
-            self.state.turns[scope] = turn
-            stamp = now()
-            observed = observed_at(content) or stamp
-            memory_id = new_id()
-            await self.episodic.add(
-                [
-                    {
-                        "id": memory_id,
-                        "scope": scope,
-                        "tier": "buffer",
-                        "content": content,
-                        "content_hash": digest,
-                        "vector": vector,
-                        "created_at": stamp,
-                        "observed_at": observed,
-                        "turn": turn,
-                        "entities": entities,
-                        "importance": utility.importance,
-                        "surprise": utility.surprise,
-                        "emotion": utility.emotion,
-                        "base_utility": utility.base,
-                        "relevance": rel,
-                        "goal": goal,
-                        "source": source,
-                        "tags": tags,
-                        "access_count": 0,
-                        "last_access": None,
-                        "frequency": 1,
-                        "tagged_by": tagging.tagged_by,
-                        "gate_reason": decision.reason,
-                        "replay_score": None,
-                        "decision_reason": None,
-                        "prev_tier": None,
-                        "tier_changed_at": stamp,
-                        "pinned": pin,
-                    }
-                ]
-            )
-            self._keeper.save_soon()
-            # A new object for a single-valued relation ends the old fact now, so the agent
-            # can confirm the change with the user (and recall stops offering the old one).
-            superseded = await self.graph.supersede(
-                scope,
-                memory_id,
-                quick.relations,
-                observed,
-                self._functional,
-                await self._unlinked_relations(scope, quick.relations),
-            )
-            evicted = await self._consolidator.evict_overflow(scope)
-            size = await self.episodic.count(scope, ("buffer",))
-        logger.info("stored %s in %s relevance=%.3f base=%.3f", memory_id, scope, rel, utility.base)
-        self._consolidator.note_write(scope)
-        return RememberResult(
-            status="stored",
-            id=memory_id,
-            relevance=round(rel, 4),
-            threshold=decision.threshold,
-            gate=decision.stage,
-            durability=decision.durability,
-            pinned=pin,
-            redacted=found,
-            utility=utility,
-            entities=entities,
-            tagged_by=tagging.tagged_by,
-            reason=decision.reason,
-            buffer=BufferInfo(size=size, capacity=capacity),
-            scope=scope,
-            evicted=evicted,
-            superseded=superseded,
-            observed_at=observed,
-        )
-
-    async def _unlinked_relations(
-        self, scope: str, relations: list[Any]
-    ) -> list[tuple[Any, str, datetime]]:
-        """Single-valued facts stated by buffer items (not linked into the graph yet), so a
-        change is caught even before consolidation. Only read when the write has one."""
-        if not any(r.predicate in self._functional or r.functional for r in relations):
-            return []
-        out = []
-        for row in await self.episodic.live_rows(scope, ("buffer",)):
-            when = row.get("observed_at") or row["created_at"]
-            for rel in linkage.quick(row["content"]).relations:
-                if rel.predicate in self._functional:
-                    out.append((rel, row["id"], when))
-        return out
-
-    async def _prepare(
-        self, content: str, scope: str, goal: str, pin: bool, redacted: list[str]
-    ) -> RememberResult | tuple[np.ndarray, float, gating.GateDecision, Any]:
-        """Embed, gate and tag a write: a rejected result, or what the insert needs."""
-        vectors = await self.embedder.embed([content])
-        vector, goal_vector = vectors[0], await self._goal_vector(goal)
-        rel = gating.relevance(vector, goal_vector)
-        near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)
-        nearest = near[0]["similarity"] if near else -1.0
-        g = self.settings.gating
-        durability = None
-        if self._durable is not None and goal == g.default_goal and not pin:
-            durability = self._durable.judge(vector, content, g.tau_durable)
-        decision = await gating.gate(
-            content,
-            goal,
-            relevance=rel,
-            nearest=nearest,
-            tau_noise=g.tau_noise,
-            tau_context=g.tau_context,
-            second_look=g.second_look,
-            tagger=self.tagger,
-            durability=durability,
-            band=g.durable_band,
-            pin=pin,
-        )
-        if not decision.keep:
-            self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
-            self._keeper.save_soon()
-            logger.info("rejected write to %s relevance=%.3f", scope, rel)
-            size = await self.episodic.count(scope, ("buffer",))
-            return RememberResult(
-                status="rejected",
-                relevance=round(rel, 4),
-                threshold=decision.threshold,
-                gate=decision.stage,
-                durability=decision.durability,
-                redacted=redacted,
-                reason=decision.reason,
-                buffer=BufferInfo(size=size, capacity=self.settings.episodic.capacity),
-                scope=scope,
-            )
-        # Surprise is novelty: 1 - the closest stored memory's similarity (paper B.1).
-        tagging = await self.tagger.tag(content, goal, 1.0 - max(0.0, nearest))
-        if pin:  # the user asked for it: top importance (paper B.1's importance signal)
-            u = tagging.utility
-            tagging = tagging.model_copy(update={"utility": Utility.of(1.0, u.surprise, u.emotion)})
-        return vector, rel, decision, tagging
-
-    async def _refuse_secret(self, scope: str, found: list[str]) -> RememberResult:
-        """``gating.secrets = "reject"``: a write holding a credential is not stored."""
-        self.state.rejected[scope] = self.state.rejected.get(scope, 0) + 1
-        self._keeper.save_soon()
-        kinds = ", ".join(dict.fromkeys(found))
-        return RememberResult(
-            status="rejected",
-            relevance=0.0,
-            threshold=0.0,
-            gate="secrets",
-            redacted=found,
-            reason=f"it holds a credential ({kinds}), and this server rejects credentials "
-            "(gating.secrets = reject). Store what matters without the value, e.g. "
-            "'the user has a GitHub token for the CI'.",
-            buffer=BufferInfo(
-                size=await self.episodic.count(scope, ("buffer",)),
-                capacity=self.settings.episodic.capacity,
-            ),
-            scope=scope,
-        )
-
-    async def _merge(
-        self,
-        row: dict[str, Any],
-        scope: str,
-        tags: list[str],
-        capacity: int,
-        pin: bool,
-        redacted: list[str],
-    ) -> RememberResult:
-        """An exact repeat strengthens the memory it repeats instead of storing a copy; a
-        pinned repeat pins it."""
-        row["frequency"] = int(row.get("frequency") or 1) + 1
-        row["tags"] = list(dict.fromkeys([*(row.get("tags") or []), *tags]))
-        row["last_access"] = now()
-        if pin and not row.get("pinned"):
-            u = Utility.of(1.0, row["surprise"], row["emotion"])
-            row.update(pinned=True, importance=u.importance, base_utility=u.base)
-        await self.episodic.upsert([row])
-        size = await self.episodic.count(scope, ("buffer",))
-        self._consolidator.note_write(scope)
-        return RememberResult(
-            status="merged",
-            id=row["id"],
-            relevance=round(float(row.get("relevance") or 0.0), 4),
-            threshold=self.settings.gating.tau_noise,
-            gate="merge",
-            pinned=bool(row.get("pinned")),
-            redacted=redacted,
-            utility=Utility(
-                importance=row["importance"],
-                surprise=row["surprise"],
-                emotion=row["emotion"],
-                base=row["base_utility"],
-            ),
-            entities=list(row.get("entities") or []),
-            tagged_by=row.get("tagged_by"),
-            reason=f"exact repeat of {row['id']}: frequency is now {row['frequency']}",
-            buffer=BufferInfo(size=size, capacity=capacity),
-            scope=scope,
-        )
+        """Gate a write and store it in the scope's buffer (see :mod:`.intake`)."""
+        return await self._intake.remember(content, scope, goal, source, tags, pin)
 
     # --- replay and consolidation ----------------------------------------------------------
 
@@ -743,6 +508,21 @@ def _policy(settings: Settings, functional: frozenset[str]) -> ConsolidationPoli
         every_n_writes=c.every_n_writes,
         interval_seconds=c.interval_seconds,
         idle_seconds=c.idle_seconds,
+    )
+
+
+def _intake_policy(settings: Settings, functional: frozenset[str]) -> IntakePolicy:
+    g = settings.gating
+    return IntakePolicy(
+        capacity=settings.episodic.capacity,
+        default_goal=g.default_goal,
+        secrets=g.secrets,
+        tau_noise=g.tau_noise,
+        tau_context=g.tau_context,
+        second_look=g.second_look,
+        tau_durable=g.tau_durable,
+        durable_band=g.durable_band,
+        functional=functional,
     )
 
 

@@ -26,6 +26,7 @@ from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.episodic import EpisodicStore
 from cranimem_mcp.eval import bench
 from cranimem_mcp.graph import GraphStore
+from cranimem_mcp.intake import Intake
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
 
@@ -50,7 +51,7 @@ for n in ("put", "supersede", "entities_named", "facts", "outdated", "entity_sup
           "deactivate"):  # fmt: skip
     timed(GraphStore, n, f"graph.{n}")
 for n in ("_prepare", "_unlinked_relations"):
-    timed(MemoryEngine, n, f"engine.{n}")
+    timed(Intake, n, f"intake.{n}")
 for n in ("evict_overflow", "_replay_scope"):
     timed(replay.Consolidator, n, f"replay.{n}")
 for n in ("prune_longterm", "purge_expired_trash"):  # looked up in replay at each call
