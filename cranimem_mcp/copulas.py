@@ -30,6 +30,8 @@ from .verb_frames import allergy, participle, setting, subjects_of
 
 
 def copula(d: Discourse, verb: Any, subjects: list[str], neg: str) -> None:
+    """ "X is Y", "X is allergic to Y", "X is in Y": the attributes, adjectives and prepositions of
+    a copula."""
     subj_toks = subjects_of(verb)
     for child in verb.children:
         if child.dep_ == "attr":
@@ -68,6 +70,8 @@ def names_a_value(subj_toks: list[Any]) -> bool:
 
 
 def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
+    """What "X is <attr>" says: an age, a relation to an owner ("my brother"), a value of a
+    relation noun ("my employer"), a class (is_a) and the prepositions on it."""
     if attr.text.isdigit() and int(attr.text) < 130:
         if any(c.dep_ == "mark" for c in attr.head.children) or attr.head.dep_ == "advcl":
             return  # "when I was 19"
@@ -166,6 +170,7 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
 
 
 def adjective(d: Discourse, adj: Any, subjects: list[str], neg: str) -> None:
+    """ "X is <adj>": "allergic to", "married to", an identity ("vegetarian")."""
     low = adj.lower_
     preps = [
         c

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# --- surface cues, read without a parse -----------------------------------------------------
+
 # Shared with the tagger (cranimem_mcp.heuristics).
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b", re.I)
 MONTHS = (
@@ -82,6 +84,8 @@ def proper_spans(sentence: str) -> list[tuple[int, int, str]]:
             i += 1
     return [s for s in spans if s[2] not in _STOP_INITIAL]
 
+
+# --- what words say to the clause readers ------------------------------------------------
 
 # (verb lemma, preposition or None for the direct object) -> canonical predicate.
 VERBS: dict[tuple[str, str | None], str] = {
@@ -276,6 +280,9 @@ _TIME_WORD = re.compile(
     rf"(?i:(?:{MONTHS})|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|yesterday|today|tonight|"
     r"tomorrow|weekends?|(?:1[5-9]|20)\d\d|\d{1,2}(?::\d\d)?(?:am|pm)?|\d{1,2}(?:st|nd|rd|th))"
 )
+
+
+# --- token tests -------------------------------------------------------------------------
 
 
 def kin_of(noun: Any) -> str:

@@ -34,6 +34,8 @@ from .lexicon import (
 
 
 def subjects_of(verb: Any) -> list[Any]:
+    """The subject tokens of a verb, coordinated ones included; a verb without its own takes its
+    head's ("works at Acme and lives in Oslo"), a relative clause its noun."""
     subs = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass", "csubj")]
     if not subs:  # "I've preferred": the parser may hang the subject on the auxiliary
         subs = [g for c in verb.children if c.dep_ in ("aux", "auxpass")
@@ -70,6 +72,8 @@ def irrealis(verb: Any) -> bool:
 def direct(
     d: Discourse, verb: Any, lemma: str, subjects: list[str], obj_tok: Any, neg: str
 ) -> None:
+    """A verb and one of its objects: the canonical fact, or what the object says by itself (a
+    job's place, a pet's name, an allergy)."""
     if is_time(obj_tok):
         return
     if any(c.dep_ == "neg" for c in obj_tok.children):
@@ -155,6 +159,9 @@ def direct(
 def preposition(
     d: Discourse, lemma: str, prep: Any, subjects: list[str], neg: str, parallel_only: bool = False
 ) -> None:
+    """A verb and one of its prepositions ("lives in Oslo", "works as a nurse at St. Mary's");
+    ``parallel_only``: only the objects that parallel the verb's own ("Obsidian for notes and
+    Todoist for tasks")."""
     word = prep.lower_
     if prep.ent_type_ and prep.ent_type_ not in ("DATE", "TIME"):
         return  # inside a name: "the Pulitzer Prize for Fiction"
