@@ -12,7 +12,7 @@ EDGES = {"server", "cli", "eval", "demo"}
 CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval", "heap",
         "linkage", "heuristics", "extraction", "models", "errors", "state", "working_set",
         "validation", "naming", "temporal", "vocabulary", "graph_io", "provenance", "service",
-        "inspection"}  # fmt: skip
+        "inspection", "lexicon", "discourse", "verb_frames", "copulas"}  # fmt: skip
 DOMAIN = {"naming", "temporal"}  # the domain's rules, pure: they import nothing of ours
 STORES = {"engine", "episodic", "graph", "lance", "sparql"}
 FACES = {"server", "ui", "http_transport"}  # call the memory service, never the stores
