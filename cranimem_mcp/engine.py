@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from . import consistency, forgetting, gating, linkage, redaction, replay, retrieval
+from . import consistency, forgetting, gating, linkage, redaction, replay, retrieval, syntax
 from .config import Settings
 from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache, local_embedder
@@ -378,6 +378,7 @@ class MemoryEngine:
     ) -> RememberResult | tuple[np.ndarray, float, gating.GateDecision, Any]:
         """Embed, gate and tag a write: a rejected result, or what the insert needs."""
         vectors = await self.embedder.embed([content])
+        await syntax.ready()  # the gate and the insert parse: the load waits off the loop
         vector, goal_vector = vectors[0], await self._goal_vector(goal)
         rel = gating.relevance(vector, goal_vector)
         near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)
@@ -663,6 +664,8 @@ class MemoryEngine:
         """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
         user moved on) is kept but counts half and is labelled "previously", like its facts."""
         memories = {}
+        if any(it.tier != "longterm" for it in items):
+            await syntax.ready()  # buffer items are parsed below
         for it in items:
             observed = it.observed_at or it.created_at
             if it.tier == "longterm":
