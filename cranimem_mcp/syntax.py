@@ -104,9 +104,9 @@ def load(root: Path) -> Any:
 class _WithoutTorch(importlib.abc.MetaPathFinder):
     """Refuses ``import torch`` in one thread: thinc (spaCy's model library) imports torch if
     it can, only to offer torch-backed layers this pipeline does not use. Where the
-    sentence-transformers extra is installed that import was ~3 s of CPU on the first write's
-    path (spaCy's import 4.0 s CPU with torch, 1.0 s without, docs/RESULTS.md). Other threads
-    import torch as usual, and torch imported before spaCy is used as it is."""
+    sentence-transformers extra is installed that import was ~2-3 s of CPU on the first
+    write's path (spaCy's import 2.7-3.9 s CPU with torch, 0.8-1.0 s without, docs/RESULTS.md).
+    Other threads import torch as usual, and a torch imported before spaCy is used as it is."""
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
