@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from . import consistency, forgetting, inspection, linkage, redaction, retrieval
+from . import consistency, forgetting, inspection, linkage, redaction, retrieval, syntax
 from .config import Settings
 from .consolidation import ReplayParams
 from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
@@ -335,6 +335,8 @@ class MemoryEngine:
         """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
         user moved on) is kept but counts half and is labelled "previously", like its facts."""
         memories = {}
+        if any(it.tier != "longterm" for it in items):
+            await syntax.ready()  # buffer items are parsed below
         for it in items:
             observed = it.observed_at or it.created_at
             if it.tier == "longterm":

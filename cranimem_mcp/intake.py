@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import gating, linkage, redaction
+from . import gating, linkage, redaction, syntax
 from .coordination import ScopeLocks, StateKeeper
 from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache
@@ -234,6 +234,7 @@ class Intake:
     ) -> RememberResult | tuple[np.ndarray, float, gating.GateDecision, Any]:
         """Embed, gate and tag a write: a rejected result, or what the insert needs."""
         vectors = await self.embedder.embed([content])
+        await syntax.ready()  # the gate and the insert parse: the load waits off the loop
         vector, goal_vector = vectors[0], await self._goal_vector(goal)
         rel = gating.relevance(vector, goal_vector)
         near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)

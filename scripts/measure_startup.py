@@ -1,10 +1,10 @@
 """Cold-start costs of `cranimem-mcp serve` over stdio and of the one-shot CLI.
 
 Per run (a fresh data directory each time): spawn -> initialize answered, CPU used by then,
-initialize -> first `remember` answered, then the first `recall` answered. With
-``--writes N``: one more server, N `remember` calls, then the server's peak resident memory
-(VmHWM) and its RSS. With ``--cli``: wall time of one-shot `cranimem-mcp remember` and
-`recall` without a running server. Medians over ``-n`` runs.
+initialize -> first `remember` answered (and the CPU used by then), then the first `recall`
+answered. With ``--writes N``: one more server, N `remember` calls, then the server's peak
+resident memory (VmHWM) and its RSS. With ``--cli``: wall time of one-shot `cranimem-mcp
+remember` and `recall` without a running server. Medians over ``-n`` runs.
 
 With ``--owner``: the same one-shot commands while a server owns the directory (they go
 through it). With ``--store N``: a store of N memories (filled once, in a process of its
@@ -133,6 +133,7 @@ def once(repo: str, with_calls: bool) -> dict[str, float]:
         if with_calls:
             server.send(INITIALIZED)
             out["remember"] = server.timed(2, "remember", {"content": FACTS[0]})
+            out["cpu_remember"] = cpu_seconds(server.proc.pid)
             out["recall"] = server.timed(3, "recall", {"query": "Where do I live?"})
         server.close()
         return out
@@ -305,7 +306,9 @@ def main() -> None:
         print(summary("spawn->initialize", [r["init"] for r in runs]),
               f"{statistics.median(r['cpu'] for r in runs):.2f} s CPU, {args.n} runs")  # fmt: skip
         if args.call:
-            print(summary("initialize->first remember answered", [r["remember"] for r in runs]))
+            cpu = statistics.median(r["cpu_remember"] for r in runs)
+            print(summary("initialize->first remember answered", [r["remember"] for r in runs]),
+                  f"{cpu:.2f} s CPU by then")  # fmt: skip
             print(summary("then first recall answered", [r["recall"] for r in runs]))
     if args.cli:
         remember, recall = [], []

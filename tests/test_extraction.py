@@ -3,12 +3,15 @@ plain sentences, the pinned pipeline, and the scorer the targets rest on."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from cranimem_mcp import syntax
@@ -126,6 +129,61 @@ def test_importing_the_engine_loads_no_parser():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"]
+
+
+def test_spacy_loads_without_torch_where_torch_is_installed(tmp_path):
+    # A stand-in torch first on the path: thinc would import it (and keep it in sys.modules).
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("STAND_IN = True\n")
+    code = textwrap.dedent(
+        """
+        import sys
+        from cranimem_mcp import syntax
+        syntax.pipeline()
+        import thinc.compat
+        print("torch" in sys.modules, thinc.compat.has_torch)
+        import torch
+        print(torch.STAND_IN)
+        """
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["False", "False", "True"]  # torch itself still imports
+
+
+@pytest.mark.anyio
+async def test_a_coroutine_waits_for_a_load_in_progress_off_the_event_loop(monkeypatch):
+    nlp = syntax.pipeline()
+    monkeypatch.setattr(syntax, "_nlp", None)
+    held, release = threading.Event(), threading.Event()
+
+    def loading() -> None:  # another thread in the middle of the load
+        with syntax._lock:
+            held.set()
+            release.wait(10)
+            syntax._nlp = nlp
+
+    thread = threading.Thread(target=loading)
+    thread.start()
+    await anyio.to_thread.run_sync(held.wait)
+    done = anyio.Event()
+
+    async def parse_soon() -> None:
+        await syntax.ready()
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(parse_soon)
+        await anyio.sleep(0)  # parse_soon runs up to its wait
+        assert not done.is_set()  # and this task runs meanwhile: the loop is free
+        release.set()
+        with anyio.fail_after(10):
+            await done.wait()
+    thread.join()
+    assert syntax.pipeline() is nlp
 
 
 def test_the_scorer_matches_names_inverses_and_nothing_else():
