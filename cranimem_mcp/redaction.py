@@ -28,11 +28,11 @@ import re
 from dataclasses import dataclass
 
 from .secret_rules import (
-    _ASSIGN_GATE,  # noqa: F401 (the gate-soundness test reads it here)
+    ASSIGN_GATE,  # noqa: F401 (the gate-soundness test reads it here)
     Hit,
-    _detect_secrets_rules,
-    _own_rules,
-    _Rule,
+    Rule,
+    detect_secrets_rules,
+    own_rules,
 )
 
 logger = logging.getLogger(__name__)
@@ -69,11 +69,11 @@ PLACEHOLDER_RE = re.compile(r"\[redacted [A-Za-z0-9 ]{1,40}\]")
 
 
 @functools.cache
-def _rules() -> tuple[_Rule, ...]:
+def _rules() -> tuple[Rule, ...]:
     from detect_secrets.__version__ import VERSION
 
-    ds = _detect_secrets_rules()
-    rules = tuple(sorted(ds + _own_rules(), key=lambda r: r.tier))
+    ds = detect_secrets_rules()
+    rules = tuple(sorted(ds + own_rules(), key=lambda r: r.tier))
     logger.info("secrets guard: %d rules, %d from detect-secrets %s", len(rules), len(ds), VERSION)
     return rules
 
@@ -113,7 +113,7 @@ class _Gates:
         self._digits = -1
         self._regex: dict[int, bool] = {}
 
-    def open(self, rule: _Rule) -> bool:
+    def open(self, rule: Rule) -> bool:
         if rule.gate and self._present.isdisjoint(rule.gate):
             return False
         if rule.min_digits:

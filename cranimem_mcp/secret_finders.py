@@ -22,7 +22,7 @@ Finder = Callable[[re.Match[str], str], Hit | None]  # match, original text -> h
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
 
 
-def _token(label: str, group: int = 0) -> Finder:
+def find_token(label: str, group: int = 0) -> Finder:
     """The group, extended over token characters that follow: a fixed-length regex would
     otherwise leave the tail of a longer key in place."""
 
@@ -33,7 +33,7 @@ def _token(label: str, group: int = 0) -> Finder:
     return find
 
 
-def _exact(label: str, group: int | str = 0) -> Finder:
+def find_exact(label: str, group: int | str = 0) -> Finder:
     def find(m: re.Match[str], text: str) -> Hit | None:
         start, end = m.span(group)
         return None if start < 0 else (start, end, label)
@@ -41,7 +41,7 @@ def _exact(label: str, group: int | str = 0) -> Finder:
     return find
 
 
-def _trimmed(label: str) -> Finder:
+def find_trimmed(label: str) -> Finder:
     """Artifactory's regexes include the delimiters around the token."""
 
     def find(m: re.Match[str], text: str) -> Hit | None:
@@ -52,7 +52,7 @@ def _trimmed(label: str) -> Finder:
     return find
 
 
-def _after(prefix_group: int, label: str) -> Finder:
+def find_after(prefix_group: int, label: str) -> Finder:
     """A webhook URL: keep the host and fixed path, replace the secret path."""
 
     def find(m: re.Match[str], text: str) -> Hit | None:
@@ -61,7 +61,7 @@ def _after(prefix_group: int, label: str) -> Finder:
     return find
 
 
-def _jwt(is_valid: Callable[[str], bool]) -> Finder:
+def find_jwt(is_valid: Callable[[str], bool]) -> Finder:
     def find(m: re.Match[str], text: str) -> Hit | None:
         # Take any token tail, but not a sentence's full stop after an unsigned token.
         start, end = m.start(), _TOKEN_TAIL.match(text, m.end()).end()
@@ -81,7 +81,7 @@ _KEY_BODY = re.compile(
 _DASHES = re.compile(r" ?-*")
 
 
-def _private_key(m: re.Match[str], text: str) -> Hit | None:
+def find_private_key(m: re.Match[str], text: str) -> Hit | None:
     """The whole block, BEGIN line to END line; when the END is missing (a truncated
     paste), through the base64 body that follows the BEGIN line."""
     start = m.start()
@@ -101,7 +101,7 @@ def _private_key(m: re.Match[str], text: str) -> Hit | None:
     return start, _KEY_BODY.match(text, line_end).end(), "private key"
 
 
-def _url_password(group: int | str) -> Finder:
+def find_url_password(group: int | str) -> Finder:
     def find(m: re.Match[str], text: str) -> Hit | None:
         start, end = m.span(group)
         return None if _PLACEHOLDER_VALUE.fullmatch(text[start:end]) else (start, end, "password")
@@ -109,25 +109,25 @@ def _url_password(group: int | str) -> Finder:
     return find
 
 
-def _slack_webhook(m: re.Match[str], text: str) -> Hit | None:
+def find_slack_webhook(m: re.Match[str], text: str) -> Hit | None:
     cut = m.group().lower().find("/services/") + len("/services/")
     return m.start() + cut, _TOKEN_TAIL.match(text, m.end()).end(), "Slack webhook URL"
 
 
-def _npm_rc(m: re.Match[str], text: str) -> Hit | None:
+def find_npm_rc(m: re.Match[str], text: str) -> Hit | None:
     # The plugin's group runs to the end of the line: keep only the token.
     start = m.start(1)
     return start, _TOKEN_TAIL.match(text, start).end(), "npm token"
 
 
-def _aws_secret(m: re.Match[str], text: str) -> Hit | None:
+def find_aws_secret(m: re.Match[str], text: str) -> Hit | None:
     v = m.group()  # mixed case and digits: not a git SHA, not a word
     if any(c.isdigit() for c in v) and any(c.islower() for c in v) and any(c.isupper() for c in v):
         return m.start(), m.end(), "AWS secret key"
     return None
 
 
-def _authorization(m: re.Match[str], text: str) -> Hit | None:
+def find_authorization(m: re.Match[str], text: str) -> Hit | None:
     start, end = m.span("value")
     if end - start < 8 or _PLACEHOLDER_VALUE.fullmatch(text[start:end]):
         return None
@@ -225,7 +225,7 @@ def _label_for_name(name: str) -> str | None:
     return "token" if "token" in n else None
 
 
-def _assignment(m: re.Match[str], text: str) -> Hit | None:
+def find_assignment(m: re.Match[str], text: str) -> Hit | None:
     """``name: value`` / ``name=value`` in config, env, JSON, queries and command lines. The
     regex starts at the key word (fast to scan for); the name may begin up to 40 characters
     before it ("OPENAI_API_KEY", "db.password", "clientSecret")."""
@@ -278,7 +278,7 @@ def _owned_by_assignment(m: re.Match[str]) -> bool:
     return m["conn"].strip() in (":", "=") and m.start("conn") <= m.end("kw") + 1
 
 
-def _prose_password(m: re.Match[str], text: str) -> Hit | None:
+def find_prose_password(m: re.Match[str], text: str) -> Hit | None:
     kw = m["kw"].lower()
     if _owned_by_assignment(m) and kw.startswith("pass"):
         return None
@@ -298,7 +298,7 @@ _TOKEN_QUALIFIER = re.compile(
 )
 
 
-def _prose_token(m: re.Match[str], text: str) -> Hit | None:
+def find_prose_token(m: re.Match[str], text: str) -> Hit | None:
     """ "<qualifier> key|secret|token is <value>": anchored on the noun, qualifier read back."""
     noun = m["kw"].lower()
     if _owned_by_assignment(m) and noun in ("token", "secret"):
@@ -331,13 +331,13 @@ _CODE_QUALIFIER = re.compile(
 )
 
 
-def _access_code(m: re.Match[str], text: str) -> Hit | None:
+def find_access_code(m: re.Match[str], text: str) -> Hit | None:
     if not _ACCESS_QUALIFIER.search(_before(text, m.start(), 20)):
         return None
     return m.start("value"), m.end("value"), "access code"
 
 
-def _auth_codes(m: re.Match[str], text: str) -> Hit | None:
+def find_auth_codes(m: re.Match[str], text: str) -> Hit | None:
     q = _CODE_QUALIFIER.search(_before(text, m.start(), 20))
     if q is None:
         return None
@@ -361,7 +361,7 @@ _CARD_PREFIX = re.compile(
 )
 
 
-def _card(m: re.Match[str], text: str) -> Hit | None:
+def find_card(m: re.Match[str], text: str) -> Hit | None:
     if m.start() and text[m.start() - 1].isdigit():
         return None  # the tail of a longer number
     raw = m.group()
@@ -373,7 +373,7 @@ def _card(m: re.Match[str], text: str) -> Hit | None:
     return m.start(), m.end(), "card number"
 
 
-def _ssn(m: re.Match[str], text: str) -> Hit | None:
+def find_ssn(m: re.Match[str], text: str) -> Hit | None:
     start, end = m.span()
     before, after = text[start - 1 : start] if start else "", text[end : end + 2]
     if before and (before.isdigit() or before == "-"):
@@ -393,7 +393,7 @@ _IBAN_COUNTRIES = frozenset(
 )
 
 
-def _iban(m: re.Match[str], text: str) -> Hit | None:
+def find_iban(m: re.Match[str], text: str) -> Hit | None:
     start, end = m.span()
     if (start and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
         return None
@@ -404,7 +404,7 @@ def _iban(m: re.Match[str], text: str) -> Hit | None:
     return (start, end, "IBAN") if number % 97 == 1 else None
 
 
-def _after_eq(label: str) -> Finder:
+def find_after_eq(label: str) -> Finder:
     def find(m: re.Match[str], text: str) -> Hit | None:
         start = m.start() + m.group().index("=") + 1
         while text[start] == " ":

@@ -136,7 +136,7 @@ def test_plain_text_opens_no_rule_gate():
 def test_every_detect_secrets_pattern_is_mapped(caplog):
     # A detect-secrets release that adds or drops a pattern is mapped by hand here.
     with caplog.at_level(logging.WARNING, logger="cranimem_mcp.redaction"):
-        rules = redaction._detect_secrets_rules()
+        rules = redaction.detect_secrets_rules()
     assert not caplog.records, [r.getMessage() for r in caplog.records]
     assert len(rules) >= 40
 
@@ -256,7 +256,7 @@ def test_the_gate_of_the_slow_detect_secrets_plugins_is_sound(parts):
     prefix, api, word, quote, op, value = parts
     text = f"x {prefix}{api}{word}{quote} {op} {quote}{value}{quote} y"
     lower = text.lower()
-    slow = [r for r in redaction._rules() if r.gate_re is redaction._ASSIGN_GATE]
+    slow = [r for r in redaction._rules() if r.gate_re is redaction.ASSIGN_GATE]
     assert len(slow) == 5
     if any(r.pattern.search(lower) for r in slow):
         assert redaction._Gates(text).open(slow[0])
