@@ -11,25 +11,23 @@ lock again to the items still in the buffer. Consolidations never overlap. Backg
 (every-N-writes and idle-timer consolidation, batched recall counts) lives in the engine's
 task group.
 
-The read path is here, the write path in :mod:`.intake`. The engine creates what its parts
-share (the locks, the background owner, the state keeper, the recall counts:
-:mod:`.coordination`) and hands it to them: writes to the :class:`.intake.Intake`,
-consolidation and the buffer's bound to the :class:`.replay.Consolidator`, forget and
-restore to :mod:`.forgetting`, the stores' cross-check to :mod:`.consistency`. Input checks
-are in :mod:`.validation`.
+The write path is in :mod:`.intake`, the read path in :mod:`.retrieval`. The engine creates
+what its parts share (the locks, the background owner, the state keeper, the recall counts:
+:mod:`.coordination`) and hands it to them: writes to the :class:`.intake.Intake`, recall to
+the :class:`.retrieval.DualPathRecall`, consolidation and the buffer's bound to the
+:class:`.replay.Consolidator`, forget and restore to :mod:`.forgetting`, the stores'
+cross-check to :mod:`.consistency`. Input checks are in :mod:`.validation`.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from contextlib import AsyncExitStack
 from datetime import datetime
-from typing import Any
 
 import anyio
 
-from . import consistency, forgetting, inspection, linkage, redaction, retrieval, syntax
+from . import consistency, forgetting, inspection, redaction
 from .config import Settings
 from .consolidation import ReplayParams
 from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
@@ -45,15 +43,11 @@ from .llm import Extractor, Tagger
 from .models import (
     ENTITY_FACTS,
     GRAPH_NODES,
-    MAX_CONTENT,
     MAX_ENTITY,
     MAX_GOAL,
     MAX_IDS,
     MAX_INSPECT,
-    MAX_K,
     MAX_PAGE,
-    MIN_CHARS,
-    MIN_K,
     ConsolidationReport,
     EntityView,
     ForgetResult,
@@ -69,18 +63,16 @@ from .models import (
     Tier,
 )
 from .replay import ConsolidationPolicy, Consolidator, Progress
+from .retrieval import DualPathRecall, RecallPolicy
 from .state import EngineState
 from .validation import (
     check_ids,
     check_scope,
     check_text,
-    check_time,
-    now,
 )
 
 logger = logging.getLogger(__name__)
 
-PATHS = ("episodic", "graph")
 PREVIEW_CHARS = 500  # of each memory's text in a listing
 
 
@@ -154,6 +146,22 @@ class MemoryEngine:
             locks=self._locks,
             keeper=self._keeper,
             consolidator=self._consolidator,
+        )
+        r = settings.retrieval
+        self._recall = DualPathRecall(
+            policy=RecallPolicy(
+                k=r.k,
+                max_chars=r.max_chars,
+                hops=r.hops,
+                max_facts=r.max_facts,
+                min_score=r.min_score,
+                half_life_days=settings.temporal.half_life_days,
+            ),
+            embedder=self.embedder,
+            cached=self._cached,
+            episodic=self.episodic,
+            graph=self.graph,
+            recalls=self._recalls,
         )
         self._stack: AsyncExitStack | None = None
 
@@ -281,75 +289,7 @@ class MemoryEngine:
         facts valid at that time and memories of events up to it. ``all_scopes`` searches
         every scope (``scope`` is then ignored) and keeps the best ``k`` memories overall;
         each item names its scope."""
-        started = time.perf_counter()
-        query = check_text("query", query, MAX_CONTENT)
-        scope = check_scope(scope)
-        r = self.settings.retrieval
-        k = r.k if k is None else k
-        max_chars = r.max_chars if max_chars is None else max_chars
-        if not MIN_K <= k <= MAX_K:
-            raise InvalidInput(f"k must be between {MIN_K} and {MAX_K}")
-        if max_chars < MIN_CHARS:
-            raise InvalidInput(f"max_chars must be at least {MIN_CHARS}")
-        paths = list(PATHS) if paths is None else paths
-        if not paths or any(p not in PATHS for p in paths):
-            raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
-
-        when = check_time(as_of) if as_of is not None else None
-
-        qvec = (await self.embedder.embed([query]))[0]
-        scopes = [scope]
-        if all_scopes:
-            scopes = sorted({s for s, _t in await self.episodic.census()}) or [scope]
-        items: list[Any] = []
-        facts: list[Any] = []
-        for s in scopes:
-            found = []
-            if "episodic" in paths:
-                found = await retrieval.episodic_path(self.episodic, s, query, qvec, k, when)
-            if found:
-                await self._mark_outdated(s, found, when or now())
-            for it in found:
-                it.scope = s
-            items += found
-            if "graph" in paths:
-                seeds = [it.content for it in found[:3]]
-                facts += await retrieval.graph_path(
-                    self.graph, self._cached, s, query, qvec, seeds, r.hops, r.max_facts,
-                    as_of=when, half_life_days=self.settings.temporal.half_life_days,
-                )  # fmt: skip
-        if len(scopes) > 1:  # one budget across scopes: the best overall
-            items = sorted(items, key=lambda it: -it.score)[:k]
-            facts = sorted(facts, key=lambda f: -f.score)[: r.max_facts]
-        context, items, facts = retrieval.render(items, facts, max_chars, r.min_score)
-        for s in scopes:
-            self._recalls.note(s, [it.id for it in items if it.scope == s])
-        return RecallResult(
-            context=context,
-            items=items,
-            facts=facts,
-            took_ms=round((time.perf_counter() - started) * 1000, 2),
-        )
-
-    async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
-        """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
-        user moved on) is kept but counts half and is labelled "previously", like its facts."""
-        memories = {}
-        if any(it.tier != "longterm" for it in items):
-            await syntax.ready()  # buffer items are parsed below
-        for it in items:
-            observed = it.observed_at or it.created_at
-            if it.tier == "longterm":
-                memories[it.id] = (observed, None)
-            else:
-                relations = linkage.quick(it.content).relations
-                memories[it.id] = (observed, relations)
-        stale = await self.graph.outdated(scope, memories, when)
-        for it in items:
-            if it.id in stale:
-                it.superseded = True
-                it.score = round(it.score * 0.5, 4)
-        items.sort(key=lambda it: -it.score)
+        return await self._recall.recall(query, scope, k, max_chars, paths, as_of, all_scopes)
 
     # --- forget and restore ----------------------------------------------------------------
 
