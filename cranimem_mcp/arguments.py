@@ -4,8 +4,8 @@ argument and the bound it missed ("Invalid argument for recall: `k` must be at m
 
 The bounds themselves stay in the tool signatures, where the SDK validates them against the
 input schema (their numbers come from :mod:`.models`, which the engine checks too); this
-module holds the argument types several tools share and rewords the ``ValidationError``
-that validation raises.
+module holds the argument types several tools share, rewords the ``ValidationError``
+that validation raises, and is the ``MCPServer`` that does so (:class:`ExplainingServer`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,13 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import NotificationParams
 from pydantic import Field, ValidationError
 
 from .models import MAX_IDS, MEMORY_ID_PATTERN, SCOPE_PATTERN
+from .roots import roots_changed
 
 # Every argument carries a description: it is the only help the model gets for it.
 Scope = Annotated[
@@ -106,3 +110,28 @@ def _got(value: Any) -> str:
     if isinstance(value, str) and len(value) > 40:
         value = value[:40] + "..."
     return f" (got {json.dumps(value, ensure_ascii=False, default=str)})"
+
+
+class ExplainingServer(MCPServer):
+    """``MCPServer`` whose argument errors read as one sentence (:mod:`.arguments`) and which
+    hears ``notifications/roots/list_changed`` (:mod:`.roots`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # MCPServer has no public hook for client notifications; its low-level server does.
+        self._lowlevel_server.add_notification_handler(
+            "notifications/roots/list_changed", NotificationParams, roots_changed
+        )
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(
+                exc.__cause__, ValidationError
+            ):
+                raise
+            # Still caused by the ValidationError: the SDK then logs the field names only.
+            raise ToolError(explain(name, exc.__cause__)) from exc.__cause__

@@ -20,11 +20,11 @@ from typing import Annotated, Any, Literal, TypeVar
 from weakref import WeakKeyDictionary
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
-from mcp_types import NotificationParams, ToolAnnotations
-from pydantic import Field, ValidationError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
 
-from .arguments import DryRun, MemoryIds, Scope, explain
+from .arguments import DryRun, ExplainingServer, MemoryIds, Scope
 from .config import Settings
 from .errors import CranimemError, StoreError
 from .models import (
@@ -51,7 +51,7 @@ from .models import (
     Tier,
 )
 from .preload import EmbedderPreload
-from .roots import SessionScope, roots_changed
+from .roots import SessionScope
 from .service import MemoryService
 from .sharing import EngineHandle
 
@@ -80,31 +80,6 @@ def _prose(docstring: str) -> str:
     """A docstring as plain paragraphs: dedented, each paragraph on one line."""
     paragraphs = inspect.cleandoc(docstring).split("\n\n")
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
-
-
-class _Server(MCPServer):
-    """``MCPServer`` whose argument errors read as one sentence (:mod:`.arguments`) and which
-    hears ``notifications/roots/list_changed`` (:mod:`.roots`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # MCPServer has no public hook for client notifications; its low-level server does.
-        self._lowlevel_server.add_notification_handler(
-            "notifications/roots/list_changed", NotificationParams, roots_changed
-        )
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context | None = None
-    ) -> Any:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc, UnexpectedToolError) or not isinstance(
-                exc.__cause__, ValidationError
-            ):
-                raise
-            # Still caused by the ValidationError: the SDK then logs the field names only.
-            raise ToolError(explain(name, exc.__cause__)) from exc.__cause__
 
 
 def _handle(ctx: Context) -> EngineHandle:
@@ -166,7 +141,9 @@ def build_server(
         async with EngineHandle(settings, require_owner=require_owner, preload=preload) as handle:
             yield handle
 
-    mcp = _Server("cranimem", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0")
+    mcp = ExplainingServer(
+        "cranimem", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0"
+    )
     _OPEN[mcp] = current
 
     def tool(title: str, **hints: bool) -> Callable[[F], F]:
