@@ -8,7 +8,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
-EDGES = {"server", "cli", "eval", "demo"}
+CLI = {"cli", "cli_parser", "cli_serve", "cli_text"}  # the command line, split by concept
+EDGES = {"server", "eval", "demo"} | CLI
 CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval", "heap",
         "linkage", "heuristics", "extraction", "models", "errors", "state", "working_set",
         "validation", "naming", "temporal", "vocabulary", "graph_io", "provenance", "service",
@@ -54,7 +55,7 @@ def test_domain_rules_import_nothing_internal():
 
 def test_no_print_in_the_package_outside_the_cli():
     for path in PACKAGE.rglob("*.py"):
-        if path.name == "cli.py":
+        if path.parent == PACKAGE and path.stem in CLI:
             continue
         calls = [
             n for n in ast.walk(ast.parse(path.read_text()))
