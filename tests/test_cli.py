@@ -16,7 +16,9 @@ import httpx
 import pytest
 from conftest import free_port, server_env
 
-from cranimem_mcp.cli import _parser, _stats_text, main
+from cranimem_mcp.cli import main
+from cranimem_mcp.cli_parser import build_parser
+from cranimem_mcp.cli_text import stats_text
 from cranimem_mcp.models import ConsolidationReport, ScopeStats, Stats
 
 CLI = [sys.executable, "-m", "cranimem_mcp.cli"]
@@ -24,7 +26,7 @@ DEFAULT_OLLAMA = ("127.0.0.1", 11434)
 
 
 def _commands() -> set[str]:
-    (sub,) = [a for a in _parser()._actions if a.dest == "command"]
+    (sub,) = [a for a in build_parser()._actions if a.dest == "command"]
     return set(sub.choices)
 
 
@@ -90,7 +92,7 @@ def test_stats_text_is_aligned_key_value_lines() -> None:
         ],
         fallbacks={"tagger": 2},
     )  # fmt: skip
-    text = _stats_text(stats)
+    text = stats_text(stats)
     top, scope = text.split("\n\n")
     assert top.splitlines() == [
         "data directory:  /data",
