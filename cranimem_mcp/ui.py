@@ -245,7 +245,7 @@ class UI:
     async def api_graph(self, request: Request) -> Response:
         engine = self._engine()
         scope = _scope(request.query_params.get("scope") or "default")
-        rows = await engine.episodic.scope_rows(scope, ("longterm",))
+        rows = [m.columns() for m in await engine.episodic.scope_rows(scope, ("longterm",))]
         names: dict[str, str] = {}
         for r in rows:
             for name in r.get("entities") or []:
@@ -272,7 +272,7 @@ class UI:
             raise InvalidInput("name must be 1-500 characters")
         facts = await engine.graph.facts(scope, [entity_iri(scope, name)], 1, 60)
         ids = sorted({i for f in facts for i in f.sources})
-        rows = {r["id"]: r for r in await engine.episodic.get(ids)}
+        rows = {m.id: m.columns() for m in await engine.episodic.get(ids)}
         labels = {canonical_name(x): x for f in facts for x in (f.subject, f.object)}
         support = await engine.graph.entity_support(scope, list(labels.values()))
         return _json(
@@ -342,13 +342,13 @@ class UI:
         if memory_id:
             if not MEMORY_ID_RE.match(memory_id):
                 raise InvalidInput("not a memory id")
-            rows = [r for r in await engine.episodic.get([memory_id]) if r["scope"] == scope]
+            rows = [m.columns() for m in await engine.episodic.get([memory_id]) if m.scope == scope]
             return {"memories": rows, "facts": []}
         if not query:
-            rows = await engine.episodic.scope_rows(scope, tiers)
+            rows = [m.columns() for m in await engine.episodic.scope_rows(scope, tiers)]
             return {"memories": rows[::-1][:LIST_LIMIT], "facts": []}
         result = await engine.recall(query, scope, 20, 200_000)
-        by_id = {r["id"]: r for r in await engine.episodic.get([i.id for i in result.items])}
+        by_id = {m.id: m.columns() for m in await engine.episodic.get([i.id for i in result.items])}
         rows = []
         for item in result.items:
             if item.id in by_id:

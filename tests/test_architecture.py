@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 EDGES = {"server", "cli", "eval", "demo"}
 CORE = {"embeddings", "llm", "episodic", "graph", "gating", "consolidation", "retrieval", "heap",
         "linkage", "heuristics", "extraction", "models", "errors", "state", "working_set",
-        "validation", "naming", "temporal", "vocabulary", "graph_io", "provenance"}  # fmt: skip
+        "validation", "naming", "temporal", "vocabulary", "graph_io", "provenance", "records",
+        "retention"}  # fmt: skip
 DOMAIN = {"naming", "temporal"}  # the domain's rules, pure: they import nothing of ours
 
 
