@@ -82,10 +82,10 @@ async def client_run(client: Client, name: str, n_ops: int, ledger: Ledger, seed
             # test counts acknowledged writes, not the gate's judgement.
             r = await call("remember", {"content": text, "scope": scope, "pin": True})
             if r is not None:
-                if r.status != "stored" or r.id in ledger.unique:
+                if r["status"] != "stored" or r["id"] in ledger.unique:
                     ledger.errors.append(f"{name} remember: {r['status']} {r['id']}")
-                ledger.unique[r.id] = text
-                mine.append(r.id)
+                ledger.unique[r["id"]] = text
+                mine.append(r["id"])
         elif roll < 0.55:
             text = rng.choice(SHARED)
             r = await call("remember", {"content": text, "scope": "shared"})

@@ -72,7 +72,7 @@ async def test_no_canary_reaches_disk_logs_trash_or_recall(open_engine, tmp_path
         await engine.wait_idle()
         rows = await engine.episodic.scope_rows(None, None)  # every tier, the trash included
         stored = "\n".join(
-            str(r.get(k))
+            str(getattr(r, k))
             for r in rows
             for k in ("content", "tags", "goal", "source", "gate_reason")
         )
