@@ -187,12 +187,10 @@ class EpisodicStore:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def _arrow(self, records: Sequence[Memory]) -> pa.Table:
-        return to_arrow(records, self._schema, self._dim)
-
     async def add(self, records: list[Memory]) -> None:
         await self._write(
-            lambda: self._table.add(self._arrow(records)), follow=lambda: self._ws.apply(records)
+            lambda: self._table.add(to_arrow(records, self._schema, self._dim)),
+            follow=lambda: self._ws.apply(records),
         )
 
     async def upsert(self, records: list[Memory]) -> None:
@@ -201,7 +199,9 @@ class EpisodicStore:
             return
 
         def run() -> None:
-            self._table.merge_insert("id").when_matched_update_all().execute(self._arrow(records))
+            self._table.merge_insert("id").when_matched_update_all().execute(
+                to_arrow(records, self._schema, self._dim)
+            )
 
         await self._write(run, follow=lambda: self._ws.apply(records))
 
