@@ -135,21 +135,27 @@ def entry(row: dict[str, Any]) -> Entry:
 
 
 def to_arrow(records: Sequence[Memory], table_schema: pa.Schema, dim: int) -> pa.Table:
-    """Records as a table of our schema, built column by column: LanceDB would otherwise
-    infer a schema and cast (~2 ms of a ~9 ms single-row insert, measured at 100k rows).
-    Vectors go in as one numpy block, not as 384 Python floats each."""
+    """Records as a table of our schema: LanceDB would otherwise infer a schema and cast
+    (~2 ms of a ~9 ms single-row insert, measured at 100k rows). Vectors go in as one numpy
+    block, not as 384 Python floats each."""
     vectors = [r.vector for r in records]
     if any(v is None for v in vectors):
-        return pa.Table.from_pydict(
-            {name: [getattr(r, name) for r in records] for name in COLUMNS}, schema=table_schema
-        )
+        return _table(records, COLUMNS, table_schema)
     meta_schema = table_schema.remove(table_schema.get_field_index("vector"))
-    meta = pa.Table.from_pydict(
-        {name: [getattr(r, name) for r in records] for name in META_COLUMNS}, schema=meta_schema
-    )
+    meta = _table(records, META_COLUMNS, meta_schema)
     flat = pa.array(np.asarray(vectors, dtype=np.float32).reshape(-1))
     column = pa.FixedSizeListArray.from_arrays(flat, dim)
     return meta.append_column(table_schema.field("vector"), column).select(table_schema.names)
+
+
+def _table(records: Sequence[Memory], names: list[str], table_schema: pa.Schema) -> pa.Table:
+    # Why two ways: a few rows convert faster as row dicts in one call (a remember's single
+    # row: ~0.5 against ~0.7 ms), a batch column by column (10k rows: 71 against 98 us a row).
+    if len(records) < 32:
+        rows = [{name: getattr(r, name) for name in names} for r in records]
+        return pa.Table.from_pylist(rows, schema=table_schema)
+    columns = {name: [getattr(r, name) for r in records] for name in names}
+    return pa.Table.from_pydict(columns, schema=table_schema)
 
 
 def listing(memory: Memory, preview: int) -> MemoryEntry:
