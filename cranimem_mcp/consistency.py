@@ -20,23 +20,23 @@ async def check(episodic: EpisodicStore, graph: GraphStore, locks: ScopeLocks) -
     consolidation replaces the graph. Meant for a quiet engine (at start, from the CLI,
     after a crash): a write in flight can show as a passing disagreement."""
     async with locks.consolidation:
-        rows = await episodic.rows(where=None, columns=["id", "scope", "tier", "content_hash"])
+        rows = await episodic.keys()
         graphs = await graph.provenance()
     problems: list[str] = []
     tier: dict[tuple[str, str], str] = {}
     seen: dict[tuple[str, str], str] = {}
     for r in rows:
-        key = (r["scope"], r["id"])
+        key = (r.scope, r.id)
         if key in tier:
-            problems.append(f"memory {r['id']} has more than one row")
-        tier[key] = r["tier"]
-        if r["tier"] in ("buffer", "longterm"):
-            dup = (r["scope"], r["content_hash"])
+            problems.append(f"memory {r.id} has more than one row")
+        tier[key] = r.tier
+        if r.tier in ("buffer", "longterm"):
+            dup = (r.scope, r.content_hash)
             if dup in seen:
                 problems.append(
-                    f"memories {seen[dup]} and {r['id']} in {r['scope']} hold the same content"
+                    f"memories {seen[dup]} and {r.id} in {r.scope} hold the same content"
                 )
-            seen.setdefault(dup, r["id"])
+            seen.setdefault(dup, r.id)
     if len({mid for _s, mid in tier}) != len(tier):
         problems.append("a memory id is used in more than one scope")
     for (scope, mid), t in sorted(tier.items()):
@@ -66,9 +66,9 @@ async def repair(episodic: EpisodicStore, graph: GraphStore, locks: ScopeLocks) 
     graph) is linked again by the heuristic extractor. Duplicate rows are reported by
     :func:`check`, never changed here."""
     async with locks.consolidation:
-        rows = await episodic.rows(where=None, columns=["id", "scope", "tier"])
+        rows = await episodic.keys()
         graphs = await graph.provenance()
-        tier = {(r["scope"], r["id"]): r["tier"] for r in rows}
+        tier = {(r.scope, r.id): r.tier for r in rows}
         todo: dict[str, dict[str, set[str]]] = {
             "activate": {},
             "deactivate": {},
@@ -101,9 +101,8 @@ async def repair(episodic: EpisodicStore, graph: GraphStore, locks: ScopeLocks) 
             await graph.activate(scope, sorted(ids))
             done.append(f"restored the graphs of {len(ids)} live memories in {scope}")
         for scope, ids in sorted(todo["relink"].items()):
-            for row in await episodic.get(sorted(ids)):
-                extraction = linkage.quick(row["content"])
-                observed = row.get("observed_at") or row["created_at"]
-                await graph.put(scope, row["id"], extraction, row["created_at"], observed)
+            for memory in await episodic.get(sorted(ids)):
+                extraction = linkage.quick(memory.content)
+                await graph.put(scope, memory.id, extraction, memory.created_at, memory.happened_at)
             done.append(f"linked {len(ids)} long-term memories in {scope} again")
     return done

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from .models import Decision
+from .models import Decision, Memory
 from .naming import canonical_name
 
 
@@ -35,16 +34,16 @@ def replay_score(base_utility: float, bonus: float, alpha: float) -> float:
     return base_utility * (1.0 + alpha * bonus)
 
 
-def entity_counts(rows: Sequence[Mapping[str, Any]]) -> Counter[str]:
+def entity_counts(rows: Sequence[Memory]) -> Counter[str]:
     """How many buffer items mention each (canonical) entity."""
     counts: Counter[str] = Counter()
     for row in rows:
-        counts.update({canonical_name(e) for e in row.get("entities") or []})
+        counts.update({canonical_name(e) for e in row.entities or []})
     return counts
 
 
 def decide(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Memory],
     *,
     buffer_counts: Mapping[str, int],
     graph_support: Mapping[str, int],
@@ -52,24 +51,24 @@ def decide(
 ) -> list[Decision]:
     decisions = []
     for row in rows:
-        names = {canonical_name(e) for e in row.get("entities") or []}
+        names = {canonical_name(e) for e in row.entities or []}
         repeats = sum(max(0, buffer_counts.get(n, 0) - 1) + graph_support.get(n, 0) for n in names)
-        merges = max(0, int(row.get("frequency") or 1) - 1)
-        accesses = int(row.get("access_count") or 0)
+        merges = max(0, int(row.frequency or 1) - 1)
+        accesses = int(row.access_count or 0)
         bonus = freq_bonus(repeats, merges, accesses, params.freq_cap)
-        base = float(row.get("base_utility") or 0.0)
+        base = float(row.base_utility or 0.0)
         score = replay_score(base, bonus, params.alpha)
         detail = (
             f"base {base:.3f} x (1 + {params.alpha:g} x bonus {bonus:.2f} "
             f"[entity repeats {repeats}, merges {merges}, recalls {accesses}]) = {score:.3f}"
         )
-        if row.get("pinned"):
+        if row.pinned:
             decision, reason = "promote", f"pinned ({detail})"
         elif score > params.tau_consolidation:
             decision, reason = "promote", f"{detail} > tau {params.tau_consolidation:.3f}"
         else:
             decision, reason = "trash", f"{detail} <= tau {params.tau_consolidation:.3f}"
         decisions.append(
-            Decision(id=row["id"], replay_score=round(score, 4), decision=decision, reason=reason)
+            Decision(id=row.id, replay_score=round(score, 4), decision=decision, reason=reason)
         )
     return decisions

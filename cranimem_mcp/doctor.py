@@ -20,7 +20,7 @@ import os
 import shutil
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import anyio
@@ -265,10 +265,10 @@ async def reembed(settings: Settings, target: Embedder) -> tuple[str, str, int]:
     await fresh.open()
     for start in range(0, len(rows), 64):
         batch = rows[start : start + 64]
-        vectors = await target.embed([r["content"] for r in batch])
-        for row, vector in zip(batch, vectors, strict=True):
-            row["vector"] = vector.tolist()
-        await fresh.add(batch)
+        vectors = await target.embed([m.content for m in batch])
+        await fresh.add(
+            [replace(m, vector=v.tolist()) for m, v in zip(batch, vectors, strict=True)]
+        )
     # Swap, then record: a crash before the record leaves the old embedder recorded and the
     # old table in episodic.before-reembed; rerunning reembed starts over.
     if backup.exists():

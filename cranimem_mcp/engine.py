@@ -33,7 +33,7 @@ from .consolidation import ReplayParams
 from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
 from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache, local_embedder
-from .episodic import TIERS, EpisodicStore, VersionRetention
+from .episodic import EpisodicStore
 from .errors import ConfigError, InvalidInput
 from .extraction import HeuristicExtractor
 from .graph import GraphStore
@@ -62,7 +62,9 @@ from .models import (
     Stats,
     Tier,
 )
+from .records import TIERS
 from .replay import ConsolidationPolicy, Consolidator, Progress
+from .retention import VersionRetention
 from .retrieval import DualPathRecall, RecallPolicy
 from .state import EngineState
 from .validation import (

@@ -5,9 +5,10 @@ items), ``longterm`` (promoted by consolidation, still searchable text, linked i
 or ``trash`` (pruned or forgotten; restorable until purged). Keeping one row per memory for its
 whole life is what lets the id that ``remember`` returns name it in every tier.
 
-Invariants: filter strings are built only from validated values (our id format, the scope
-pattern, tier names, hex digests), never from caller text; writes are serialised by one lock
-and run off the event loop; a hard purge leaves no old version of a deleted row on disk.
+Invariants: writes are serialised by one lock and run off the event loop; a hard purge
+leaves no old version of a deleted row on disk; what goes in and comes out are records
+(:class:`~cranimem_mcp.models.Memory` and the projections in :mod:`.records`), and filters
+are built only from validated values (:mod:`.records`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import logging
 import re
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,130 +27,30 @@ import pyarrow as pa
 
 from . import heap
 from .errors import StoreError
-from .lance import (
-    FTS,
-    Bitmap,
-    BTree,
-    LanceHybridQueryBuilder,
-    LinearCombinationReranker,
-    RRFReranker,
-    lancedb,
+from .lance import FTS, LanceHybridQueryBuilder, LinearCombinationReranker, RRFReranker, lancedb
+from .models import Memory, MemoryEntry
+from .records import (
+    COLUMNS,
+    KEY_COLUMNS,
+    META_COLUMNS,
+    SCALAR_INDEXES,
+    Hit,
+    MemoryKey,
+    entry,
+    hash_filter,
+    ids_filter,
+    listing,
+    memories,
+    schema,
+    scope_filter,
+    to_arrow,
 )
-from .models import MEMORY_ID_RE, SCOPE_RE, MemoryEntry
-from .working_set import FIELDS, LIVE, ScopeSet, WorkingSet
+from .retention import VersionRetention, keep_since, maintenance_due, over_disk_ratio
+from .working_set import FIELDS, LIVE, Entry, ScopeSet, WorkingSet
 
 logger = logging.getLogger(__name__)
 
 TABLE = "memories"
-# When a maintenance is due (EpisodicStore.maintenance_due): commits since the last one.
-MAINTAIN_MIN_COMMITS = 20
-MAINTAIN_MAX_COMMITS = 120
-MAINTAIN_ROWS_PER_COMMIT = 200
-TIERS = ("buffer", "longterm", "trash")
-_HEX_RE = re.compile(r"^[0-9a-f]{16,64}$")
-
-
-def schema(dim: int) -> pa.Schema:
-    ts = pa.timestamp("us", tz="UTC")
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("scope", pa.string(), nullable=False),
-            pa.field("tier", pa.string(), nullable=False),
-            pa.field("content", pa.string(), nullable=False),
-            pa.field("content_hash", pa.string(), nullable=False),
-            pa.field("vector", pa.list_(pa.float32(), dim)),
-            pa.field("created_at", ts, nullable=False),
-            pa.field("observed_at", ts),
-            pa.field("turn", pa.int64()),
-            pa.field("entities", pa.list_(pa.string())),
-            pa.field("importance", pa.float64()),
-            pa.field("surprise", pa.float64()),
-            pa.field("emotion", pa.float64()),
-            pa.field("base_utility", pa.float64()),
-            pa.field("relevance", pa.float64()),
-            pa.field("goal", pa.string()),
-            pa.field("source", pa.string()),
-            pa.field("tags", pa.list_(pa.string())),
-            pa.field("access_count", pa.int64()),
-            pa.field("last_access", ts),
-            pa.field("frequency", pa.int64()),
-            pa.field("tagged_by", pa.string()),
-            pa.field("gate_reason", pa.string()),
-            pa.field("replay_score", pa.float64()),
-            pa.field("decision_reason", pa.string()),
-            pa.field("prev_tier", pa.string()),
-            pa.field("tier_changed_at", ts),
-            pa.field("pinned", pa.bool_()),
-        ]
-    )
-
-
-# Unique or near-unique columns get a B-tree, low-cardinality ones a bitmap.
-SCALAR_INDEXES = {"id": BTree, "content_hash": BTree, "scope": Bitmap, "tier": Bitmap}
-
-COLUMNS = [f.name for f in schema(1)]
-META_COLUMNS = [c for c in COLUMNS if c != "vector"]
-
-
-def _lit(value: str, pattern: re.Pattern[str]) -> str:
-    """A SQL string literal for a value that matched one of our own formats."""
-    if not pattern.match(value):
-        raise StoreError(f"refusing to build a filter from unvalidated value {value[:40]!r}")
-    return f"'{value}'"
-
-
-def scope_filter(scope: str | None, tiers: Iterable[str] | None = None) -> str | None:
-    parts = []
-    if scope is not None:
-        parts.append(f"scope = {_lit(scope, SCOPE_RE)}")
-    if tiers is not None:
-        tiers = list(tiers)
-        if any(t not in TIERS for t in tiers):
-            raise StoreError(f"unknown tier in {tiers}")
-        parts.append("tier IN (" + ", ".join(f"'{t}'" for t in tiers) + ")")
-    return " AND ".join(parts) or None
-
-
-def ids_filter(ids: Sequence[str]) -> str:
-    return "id IN (" + ", ".join(_lit(i, MEMORY_ID_RE) for i in ids) + ")"
-
-
-def _entry(row: dict[str, Any], preview: int) -> MemoryEntry:
-    content = row["content"]
-    return MemoryEntry(
-        id=row["id"],
-        scope=row["scope"],
-        tier=row["tier"],
-        content=content[:preview],
-        truncated=len(content) > preview,
-        created_at=row["created_at"],
-        observed_at=row.get("observed_at"),
-        tier_changed_at=row.get("tier_changed_at"),
-        reason=row.get("decision_reason") or row.get("gate_reason"),
-        base_utility=row.get("base_utility"),
-        relevance=row.get("relevance"),
-        replay_score=row.get("replay_score"),
-        pinned=bool(row.get("pinned")),
-    )
-
-
-@dataclass(frozen=True)
-class VersionRetention:
-    """What :meth:`EpisodicStore.maintain` keeps of the table's old versions (LanceDB keeps
-    every version a commit makes, each with the files only it references, until cleanup).
-    At most ``count`` versions, none older than ``seconds``; and if the folder is still over
-    ``max_ratio`` times the live data (a local table only), only the current version.
-
-    Why a count: with the age alone (an hour) a table of 1,050 short rows had 1,292
-    versions and 74 MB on disk, 10k rows 4.9 GB (docs/RESULTS.md), because every
-    compaction rewrites the table. Old versions serve only reads that started before a
-    commit, and ours take milliseconds; 20 versions cover at least the last full
-    consolidation round."""
-
-    count: int = 20
-    seconds: float = 3600.0
-    max_ratio: float = 3.0
 
 
 class EpisodicStore:
@@ -269,7 +169,8 @@ class EpisodicStore:
                 table = await self._run(load)
                 flat = table.column("vector").combine_chunks().flatten().to_numpy()
                 vectors = flat.reshape(-1, self._dim)
-                self._ws.install(scope, table.drop_columns(["vector"]).to_pylist(), vectors)
+                entries = [entry(r) for r in table.drop_columns(["vector"]).to_pylist()]
+                self._ws.install(scope, entries, vectors)
         return self._ws.get(scope)
 
     @staticmethod
@@ -283,35 +184,23 @@ class EpisodicStore:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def _arrow(self, rows: list[dict[str, Any]]) -> pa.Table:
-        """Rows as a table of our schema: LanceDB would otherwise infer one and cast (~2 ms
-        of a ~9 ms single-row insert, measured at 100k rows). Vectors go in as one numpy
-        block, not as 384 Python floats each."""
-        vectors = [r.get("vector") for r in rows]
-        if any(v is None for v in vectors):
-            return pa.Table.from_pylist(rows, schema=self._schema)
-        meta = pa.Table.from_pylist(
-            [{k: v for k, v in r.items() if k != "vector"} for r in rows],
-            schema=self._schema.remove(self._schema.get_field_index("vector")),
-        )
-        flat = pa.array(np.asarray(vectors, dtype=np.float32).reshape(-1))
-        column = pa.FixedSizeListArray.from_arrays(flat, self._dim)
-        return meta.append_column(self._schema.field("vector"), column).select(self._schema.names)
-
-    async def add(self, rows: list[dict[str, Any]]) -> None:
+    async def add(self, records: list[Memory]) -> None:
         await self._write(
-            lambda: self._table.add(self._arrow(rows)), follow=lambda: self._ws.apply(rows)
+            lambda: self._table.add(to_arrow(records, self._schema, self._dim)),
+            follow=lambda: self._ws.apply(records),
         )
 
-    async def upsert(self, rows: list[dict[str, Any]]) -> None:
-        """Replace whole rows by id in one commit (a batch of tier changes)."""
-        if not rows:
+    async def upsert(self, records: list[Memory]) -> None:
+        """Replace whole records by id in one commit (a batch of tier changes)."""
+        if not records:
             return
 
         def run() -> None:
-            self._table.merge_insert("id").when_matched_update_all().execute(self._arrow(rows))
+            self._table.merge_insert("id").when_matched_update_all().execute(
+                to_arrow(records, self._schema, self._dim)
+            )
 
-        await self._write(run, follow=lambda: self._ws.apply(rows))
+        await self._write(run, follow=lambda: self._ws.apply(records))
 
     async def update(self, ids: Sequence[str], values: dict[str, Any]) -> None:
         if not ids:
@@ -363,19 +252,9 @@ class EpisodicStore:
         await self._write(run)
 
     def maintenance_due(self) -> bool:
-        """Whether enough has changed since the last :meth:`maintain` to pay for one: at
-        least ``MAINTAIN_MIN_COMMITS`` commits, and one per ``MAINTAIN_ROWS_PER_COMMIT``
-        rows of the table, up to ``MAINTAIN_MAX_COMMITS``.
-
-        Why: LanceDB's ``optimize`` merges every fragment under its million-row target, so
-        it rewrites the whole table (and updates its indexes) each time, under the writer
-        lock; run every 20 writes, writes queued behind a cost that grew with the table
-        (a write's mean 38 -> 88 ms from 500 to 3,500 memories, docs/RESULTS.md). Run in
-        proportion to the table, it costs each write about the same; the cap bounds the
-        small fragments a read meets (each adds a few ms to a query)."""
-        due = min(MAINTAIN_MAX_COMMITS, max(MAINTAIN_MIN_COMMITS,
-                                            self._rows // MAINTAIN_ROWS_PER_COMMIT))  # fmt: skip
-        return self._commits >= due
+        """Whether enough has changed since the last :meth:`maintain` to pay for one
+        (:func:`.retention.maintenance_due`)."""
+        return maintenance_due(self._commits, self._rows)
 
     async def maintain(self, force: bool = True) -> bool:
         """Compact small fragments, fold new rows into the indexes, drop old versions as
@@ -385,7 +264,7 @@ class EpisodicStore:
             return False
 
         def run() -> None:
-            self._table.optimize(cleanup_older_than=self._keep_since())
+            self._table.optimize(cleanup_older_than=keep_since(self._table, self._retention))
             if self._over_disk_ratio():
                 # Under the writer lock, and this process is the table's only user: no
                 # write is in flight, so unverified files are leftovers (see purge_history).
@@ -400,27 +279,11 @@ class EpisodicStore:
         self._commits = 0
         return True
 
-    def _keep_since(self) -> timedelta:
-        """The age past which versions go: the retention's seconds, or less if more than
-        ``count`` versions are younger. LanceDB stamps versions in local time without a
-        zone (as ``datetime.now()``); a clock mismatch only makes us keep more."""
-        keep = timedelta(seconds=self._retention.seconds)
-        versions = self._table.list_versions()
-        if len(versions) > self._retention.count:
-            oldest_kept = versions[-self._retention.count]["timestamp"]
-            if oldest_kept.tzinfo is not None:
-                oldest_kept = oldest_kept.astimezone().replace(tzinfo=None)
-            age = datetime.now() - oldest_kept - timedelta(milliseconds=1)
-            keep = max(timedelta(0), min(keep, age))
-        return keep
-
     def _over_disk_ratio(self) -> bool:
         if not isinstance(self._path, Path):
             return False
         folder = self._path / f"{TABLE}.lance"
-        on_disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-        live = float(self._table.stats()["total_bytes"])
-        return on_disk > self._retention.max_ratio * max(live, 1.0)
+        return over_disk_ratio(folder, self._table, self._retention.max_ratio)
 
     def _reopen(self) -> None:
         """Swap in a new connection and table handle. Why: LanceDB's handles hold on to
@@ -437,22 +300,25 @@ class EpisodicStore:
 
     # --- reads -----------------------------------------------------------------------------
 
-    async def get(self, ids: Sequence[str], vectors: bool = False) -> list[dict[str, Any]]:
+    async def get(self, ids: Sequence[str], vectors: bool = False) -> list[Memory]:
         if not ids:
             return []
         return await self.rows(where=ids_filter(ids), vectors=vectors)
 
-    async def rows(
-        self,
-        *,
-        where: str | None,
-        vectors: bool = False,
-        columns: list[str] | None = None,
-    ) -> list[dict[str, Any]]:
-        cols = columns or (COLUMNS if vectors else META_COLUMNS)
+    async def rows(self, *, where: str | None, vectors: bool = False) -> list[Memory]:
+        """Whole records matching ``where`` (their vectors only if asked)."""
+        found = await self._select(where, COLUMNS if vectors else META_COLUMNS)
+        return memories(found)
+
+    async def keys(self, where: str | None = None) -> list[MemoryKey]:
+        """The identity columns of the memories matching ``where`` (all by default)."""
+        return [MemoryKey(**r) for r in await self._select(where, KEY_COLUMNS)]
+
+    async def _select(self, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
+        """Rows as column dicts: the store's own reads of a few columns, never handed out."""
 
         def run() -> list[dict[str, Any]]:
-            query = self._table.search().select(cols).limit(None)
+            query = self._table.search().select(columns).limit(None)
             if where:
                 query = query.where(where)
             return query.to_list()
@@ -461,10 +327,10 @@ class EpisodicStore:
 
     async def scope_rows(
         self, scope: str | None, tiers: Iterable[str] | None, vectors: bool = False
-    ) -> list[dict[str, Any]]:
-        rows = await self.rows(where=scope_filter(scope, tiers), vectors=vectors)
-        rows.sort(key=lambda r: (r["created_at"], r.get("turn") or 0))
-        return rows
+    ) -> list[Memory]:
+        found = await self.rows(where=scope_filter(scope, tiers), vectors=vectors)
+        found.sort(key=lambda m: (m.created_at, m.turn or 0))
+        return found
 
     async def page(
         self, scope: str, tiers: Iterable[str], limit: int, offset: int, preview: int
@@ -472,53 +338,50 @@ class EpisodicStore:
         """One page of a scope's memories in ``tiers``, newest first by when each entered its
         tier (a just-forgotten memory leads the trash), and how many there are in all.
         Only the sort keys of the whole scope are read; the page's rows are fetched by id."""
-        keys = await self.rows(
-            where=scope_filter(scope, tiers), columns=["id", "created_at", "tier_changed_at"]
+        keys = await self._select(
+            scope_filter(scope, tiers), ["id", "created_at", "tier_changed_at"]
         )
         keys.sort(
             key=lambda r: (r["tier_changed_at"] or r["created_at"], r["created_at"], r["id"]),
             reverse=True,
         )
         chosen = [r["id"] for r in keys[offset : offset + limit]]
-        by_id = {r["id"]: r for r in await self.get(chosen)}
+        by_id = {m.id: m for m in await self.get(chosen)}
         # A row moved or deleted between the two reads is left out rather than shown stale.
-        entries = [_entry(by_id[i], preview) for i in chosen if i in by_id]
+        entries = [listing(by_id[i], preview) for i in chosen if i in by_id]
         return len(keys), [e for e in entries if e.tier in tiers]
 
     async def trashed_before(self, scope: str, cutoff: datetime) -> list[str]:
         """Ids of the scope's trashed memories that went to the trash before ``cutoff``."""
         stamp = cutoff.astimezone(UTC).isoformat().replace("+00:00", "")
         where = f"{scope_filter(scope, ('trash',))} AND tier_changed_at <= TIMESTAMP '{stamp}'"
-        return [r["id"] for r in await self.rows(where=where, columns=["id"])]
+        return [r["id"] for r in await self._select(where, ["id"])]
 
-    async def live_rows(self, scope: str, tiers: Iterable[str]) -> list[dict[str, Any]]:
+    async def live_rows(self, scope: str, tiers: Iterable[str]) -> list[Entry]:
         """The working-set fields of a scope's live memories (:data:`FIELDS`), oldest first."""
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
-            return [e.row() for e in mirrored.entries(tiers)]
-        rows = await self.rows(where=scope_filter(scope, tiers), columns=list(FIELDS))
-        rows.sort(key=lambda r: (r["created_at"], r.get("turn") or 0))
-        return rows
+            return mirrored.entries(tiers)
+        found = [entry(r) for r in await self._select(scope_filter(scope, tiers), list(FIELDS))]
+        found.sort(key=lambda e: (e.created_at, e.turn or 0))
+        return found
 
-    async def find_hash(self, scope: str, content_hash: str) -> dict[str, Any] | None:
+    async def find_hash(self, scope: str, content_hash: str) -> Memory | None:
         """The live memory of ``scope`` with this exact content, whole (vector included)."""
         mirrored = await self._mirrored(scope, LIVE)
         if mirrored is not None:
             found = mirrored.find_hash(content_hash)
             if found is None:
                 return None
-            rows = await self.get([found], vectors=True)
-            if rows and rows[0]["content_hash"] == content_hash and rows[0]["tier"] in LIVE:
-                return rows[0]
+            got = await self.get([found], vectors=True)
+            if got and got[0].content_hash == content_hash and got[0].tier in LIVE:
+                return got[0]
             logger.warning("working set of %s out of step with the table: reloading", scope)
             self._ws.drop(scope)
-        where = (
-            f"{scope_filter(scope, ('buffer', 'longterm'))} "
-            f"AND content_hash = {_lit(content_hash, _HEX_RE)}"
-        )
-        found = await self.rows(where=where, vectors=True)
-        return found[0] if found else None
+        where = f"{scope_filter(scope, LIVE)} AND {hash_filter(content_hash)}"
+        found_rows = await self.rows(where=where, vectors=True)
+        return found_rows[0] if found_rows else None
 
     async def count(self, scope: str | None = None, tiers: Iterable[str] | None = None) -> int:
         tiers = None if tiers is None else tuple(tiers)
@@ -530,40 +393,37 @@ class EpisodicStore:
 
     async def census(self) -> dict[tuple[str, str], int]:
         """Rows per (scope, tier)."""
-        rows = await self.rows(where=None, columns=["scope", "tier"])
         out: dict[tuple[str, str], int] = {}
-        for r in rows:
+        for r in await self._select(None, ["scope", "tier"]):
             out[(r["scope"], r["tier"])] = out.get((r["scope"], r["tier"]), 0) + 1
         return out
 
     async def nearest(
         self, scope: str, vector: np.ndarray, tiers: Iterable[str], limit: int
-    ) -> list[dict[str, Any]]:
-        """Vector search by cosine; each row carries ``similarity``. Answered from the
-        working set when the scope is mirrored (rows then carry its fields only)."""
+    ) -> list[Hit]:
+        """Vector search by cosine, best first. Answered from the working set when the
+        scope is mirrored."""
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
-            return [
-                {**e.row(), "similarity": sim} for e, sim in mirrored.nearest(vector, tiers, limit)
-            ]
+            return [Hit(e, sim, sim) for e, sim in mirrored.nearest(vector, tiers, limit)]
         where = scope_filter(scope, tiers)
 
         def run() -> list[dict[str, Any]]:
             query = self._table.search(vector.tolist()).distance_type("cosine").limit(limit)
-            query = query.where(where, prefilter=True).select([*META_COLUMNS, "_distance"])
+            query = query.where(where, prefilter=True).select([*FIELDS, "_distance"])
             return query.to_list()
 
-        rows = await self._run(run)
-        for r in rows:
-            r["similarity"] = 1.0 - float(r.pop("_distance"))
-        return rows
+        hits = []
+        for r in await self._run(run):
+            sim = 1.0 - float(r["_distance"])
+            hits.append(Hit(entry(r), sim, sim))
+        return hits
 
     async def hybrid(
         self, scope: str, vector: np.ndarray, text: str, tiers: Iterable[str], limit: int
-    ) -> list[dict[str, Any]]:
-        """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused). Each row
-        carries ``similarity`` (cosine to the query) and ``fused`` (the fused relevance).
+    ) -> list[Hit]:
+        """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused), best first.
         A mirrored scope runs the vector half on the working set and only the full-text
         half in LanceDB, fused by the same reranker LanceDB's hybrid query uses."""
         where = scope_filter(scope, tiers)
@@ -586,13 +446,11 @@ class EpisodicStore:
                 )
             return query.where(where, prefilter=True).limit(limit).to_list()
 
-        rows = await self._run(run)
-        for r in rows:
-            v = np.asarray(r.pop("vector"), dtype=np.float32)
-            r["similarity"] = float(v @ vector)
-            r["fused"] = float(r.pop("_relevance_score", r["similarity"]))
-            r.pop("_distance", None)
-        return rows
+        hits = []
+        for r in await self._run(run):
+            sim = float(np.asarray(r["vector"], dtype=np.float32) @ vector)
+            hits.append(Hit(entry(r), sim, float(r.get("_relevance_score", sim))))
+        return hits
 
     async def _hybrid_mirrored(
         self,
@@ -602,7 +460,7 @@ class EpisodicStore:
         terms: str,
         tiers: Iterable[str],
         limit: int,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Hit]:
         near = mirrored.nearest(vector, tiers, limit)
         text_ids: list[str] = []
         if terms:
@@ -611,11 +469,11 @@ class EpisodicStore:
                 query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
                 return query.limit(limit).select(["id", "_score"]).to_list()
 
-            hits = [r for r in await self._run(fts) if r["id"] in mirrored]
-            text_ids = [r["id"] for r in hits]
-            text_scores = {r["id"]: float(r["_score"]) for r in hits}
+            found = [r for r in await self._run(fts) if r["id"] in mirrored]
+            text_ids = [r["id"] for r in found]
+            text_scores = {r["id"]: float(r["_score"]) for r in found}
         else:  # no words to search for: a vector search, as LanceDB would run it
-            return [{**e.row(), "similarity": sim, "fused": sim} for e, sim in near]
+            return [Hit(e, sim, sim) for e, sim in near]
         # The reranker wants integer row ids, and scores normalised as LanceDB's hybrid
         # query normalises them (min-max per list) before it fuses.
         ids = list(dict.fromkeys([*(e.id for e, _s in near), *text_ids]))
@@ -635,8 +493,8 @@ class EpisodicStore:
             fused["_rowid"].to_pylist(), fused["_relevance_score"].to_pylist(), strict=True
         )
         for rowid, score in list(ranked)[:limit]:
-            entry = mirrored.entry(ids[rowid])
-            if entry is not None:
-                sim = mirrored.similarity(entry.id, vector)
-                out.append({**entry.row(), "similarity": sim, "fused": float(score)})
+            found_entry = mirrored.entry(ids[rowid])
+            if found_entry is not None:
+                sim = mirrored.similarity(found_entry.id, vector)
+                out.append(Hit(found_entry, sim, float(score)))
         return out

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
 
 from . import linkage
 from .coordination import ScopeLocks
 from .episodic import EpisodicStore
 from .errors import InvalidInput, NotFound
 from .graph import GraphStore
-from .models import ForgetResult, RestoreResult
+from .models import ForgetResult, Memory, RestoreResult
 from .naming import canonical_name
 from .replay import Consolidator
 from .validation import check_ids, check_scope, check_text, now
@@ -43,7 +42,7 @@ async def forget(
     tiers = ("buffer", "longterm", "trash") if hard else ("buffer", "longterm")
     async with locks.scope(scope):
         rows = await episodic.scope_rows(scope, tiers)
-        by_id = {r["id"]: r for r in rows}
+        by_id = {r.id: r for r in rows}
         missing = [i for i in ids if i not in by_id]
         if missing:
             raise NotFound(f"no memory {missing[0]} in scope {scope!r} (tiers {list(tiers)})")
@@ -58,12 +57,12 @@ async def forget(
         if dry_run or not chosen_rows:
             return ForgetResult(
                 forgotten=len(chosen_rows),
-                ids=[r["id"] for r in chosen_rows],
+                ids=[r.id for r in chosen_rows],
                 facts_removed=facts,
                 hard=hard,
                 dry_run=dry_run,
             )
-        chosen_ids = [r["id"] for r in chosen_rows]
+        chosen_ids = [r.id for r in chosen_rows]
         if hard:
             await graph.retract(scope, chosen_ids, purge=True)
             await episodic.delete(chosen_ids)
@@ -71,30 +70,23 @@ async def forget(
         else:
             await graph.deactivate(scope, chosen_ids)
             stamp = now()
-            for row in chosen_rows:
-                row.update(
-                    prev_tier=row["tier"],
-                    tier="trash",
-                    tier_changed_at=stamp,
-                    decision_reason="forgotten by request",
-                )
+            # Read whole (vectors too): the upsert replaces whole rows. Each leaves the tier
+            # it had when chosen, under this lock the tier it has now.
             full = await episodic.get(chosen_ids, vectors=True)
-            for row in full:
-                row.update({k: by_id[row["id"]][k] for k in (
-                    "prev_tier", "tier", "tier_changed_at", "decision_reason")})  # fmt: skip
-            await episodic.upsert(full)
+            moved = [m.moved("trash", stamp, "forgotten by request", prev_tier=by_id[m.id].tier)
+                     for m in full]  # fmt: skip
+            await episodic.upsert(moved)
     logger.info("forgot %d memories in %s (hard=%s)", len(chosen_ids), scope, hard)
     return ForgetResult(forgotten=len(chosen_ids), ids=chosen_ids, facts_removed=facts, hard=hard)
 
 
-def _mentioning(rows: list[dict[str, Any]], entity: str) -> set[str]:
+def _mentioning(rows: list[Memory], entity: str) -> set[str]:
     key = canonical_name(entity)
     pattern = re.compile(rf"(?<!\w){re.escape(' '.join(entity.split()))}(?!\w)", re.I)
     return {
-        r["id"]
+        r.id
         for r in rows
-        if key in {canonical_name(e) for e in r.get("entities") or []}
-        or pattern.search(r["content"])
+        if key in {canonical_name(e) for e in r.entities or []} or pattern.search(r.content)
     }
 
 
@@ -111,29 +103,24 @@ async def restore(
         raise InvalidInput("give the ids to restore")
     async with locks.scope(scope):
         rows = await episodic.get(ids, vectors=True)
-        found = {r["id"]: r for r in rows if r["scope"] == scope and r["tier"] == "trash"}
+        found = {r.id: r for r in rows if r.scope == scope and r.tier == "trash"}
         missing = [i for i in ids if i not in found]
         if missing:
             raise NotFound(f"no trashed memory {missing[0]} in scope {scope!r}")
         stamp = now()
         relink = []
-        for row in found.values():
-            pruned = row.get("decision_reason") != "forgotten by request"
-            target = "longterm" if pruned else (row.get("prev_tier") or "buffer")
-            row.update(
-                tier=target,
-                prev_tier="trash",
-                tier_changed_at=stamp,
-                decision_reason="restored by request",
-            )
-            if target == "longterm":
-                relink.append(row)
-        await graph.activate(scope, [r["id"] for r in relink])
-        for row in relink:
-            if not await graph.has_memory(scope, row["id"]):
-                (extraction,) = await consolidator.extractor.extract([row["content"]])
-                consolidator.note_extraction(scope, row["id"], extraction)
-                await graph.put(scope, row["id"], linkage.check(extraction), stamp)
-        await episodic.upsert(list(found.values()))
+        restored = []
+        for memory in found.values():
+            pruned = memory.decision_reason != "forgotten by request"
+            target = "longterm" if pruned else (memory.prev_tier or "buffer")
+            restored.append(memory.moved(target, stamp, "restored by request"))
+        relink = [m for m in restored if m.tier == "longterm"]
+        await graph.activate(scope, [m.id for m in relink])
+        for memory in relink:
+            if not await graph.has_memory(scope, memory.id):
+                (extraction,) = await consolidator.extractor.extract([memory.content])
+                consolidator.note_extraction(scope, memory.id, extraction)
+                await graph.put(scope, memory.id, linkage.check(extraction), stamp)
+        await episodic.upsert(restored)
         await consolidator.evict_overflow(scope)
     return RestoreResult(restored=len(found), ids=list(found))

@@ -1,13 +1,12 @@
 """The inspector's queries: memories in full, a scope's graph at a glance, one entity's
 neighbourhood. Read-only; the stores are handed in by the engine, which checks the
-arguments first. Rows become :class:`~cranimem_mcp.models.MemoryDetail` records here, so no
+arguments first. Records become :class:`~cranimem_mcp.models.MemoryDetail` records here, so no
 face reads a store's row by key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from .episodic import EpisodicStore
 from .graph import GraphStore
@@ -19,6 +18,7 @@ from .models import (
     GraphEdge,
     GraphNode,
     GraphView,
+    Memory,
     MemoryDetail,
 )
 from .naming import canonical_name
@@ -27,8 +27,8 @@ from .vocabulary import entity_iri
 _FIELDS = tuple(MemoryDetail.model_fields)
 
 
-def detail(row: dict[str, Any]) -> MemoryDetail:
-    values = {k: row.get(k) for k in _FIELDS}
+def detail(memory: Memory) -> MemoryDetail:
+    values = {k: getattr(memory, k) for k in _FIELDS}
     values["entities"] = list(values["entities"] or [])
     values["tags"] = list(values["tags"] or [])
     values["pinned"] = bool(values["pinned"])
@@ -36,15 +36,15 @@ def detail(row: dict[str, Any]) -> MemoryDetail:
 
 
 async def get_memories(episodic: EpisodicStore, ids: list[str], scope: str) -> list[MemoryDetail]:
-    rows = {r["id"]: r for r in await episodic.get(ids) if r["scope"] == scope}
-    return [detail(rows[i]) for i in ids if i in rows]
+    found = {m.id: m for m in await episodic.get(ids) if m.scope == scope}
+    return [detail(found[i]) for i in ids if i in found]
 
 
 async def recent_memories(
     episodic: EpisodicStore, scope: str, tiers: Iterable[str], limit: int
 ) -> list[MemoryDetail]:
-    rows = await episodic.scope_rows(scope, tuple(tiers))  # oldest first
-    return [detail(r) for r in rows[::-1][:limit]]
+    found = await episodic.scope_rows(scope, tuple(tiers))  # oldest first
+    return [detail(m) for m in found[::-1][:limit]]
 
 
 def _edge(f: Fact) -> GraphEdge:
@@ -58,8 +58,8 @@ async def graph_overview(
     """The ``limit`` entities of long-term memory that most memories mention, and the facts
     between them; the rest arrive by asking for an entity's neighbourhood."""
     names: dict[str, str] = {}
-    for r in await episodic.scope_rows(scope, ("longterm",)):
-        for name in r.get("entities") or []:
+    for m in await episodic.scope_rows(scope, ("longterm",)):
+        for name in m.entities or []:
             names.setdefault(canonical_name(name), name)
     support = await graph.entity_support(scope, list(names.values()))
     ranked = sorted((n for n, c in support.items() if c > 0), key=lambda n: (-support[n], n))
@@ -78,7 +78,7 @@ async def entity_neighbourhood(
     and the memories each fact comes from."""
     facts = await graph.facts(scope, [entity_iri(scope, name)], 1, limit)
     ids = sorted({i for f in facts for i in f.sources})
-    rows = {r["id"]: r for r in await episodic.get(ids)}
+    found = {m.id: m for m in await episodic.get(ids)}
     labels = {canonical_name(x): x for f in facts for x in (f.subject, f.object)}
     support = await graph.entity_support(scope, list(labels.values()))
     return EntityView(
@@ -92,9 +92,9 @@ async def entity_neighbourhood(
                 subject=f.subject,
                 object=f.object,
                 sources=[
-                    FactSource(id=i, content=rows[i]["content"], tier=rows[i]["tier"])
+                    FactSource(id=i, content=found[i].content, tier=found[i].tier)
                     for i in f.sources
-                    if i in rows
+                    if i in found
                 ],
             )
             for f in facts

@@ -11,7 +11,7 @@ the engine; the settings values it works by are an :class:`IntakePolicy`.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +32,7 @@ from .models import (
     MAX_TAG,
     MAX_TAGS,
     BufferInfo,
+    Memory,
     RememberResult,
     Utility,
 )
@@ -145,40 +146,31 @@ class Intake:
             stamp = now()
             observed = observed_at(content) or stamp
             memory_id = new_id()
-            await self.episodic.add(
-                [
-                    {
-                        "id": memory_id,
-                        "scope": scope,
-                        "tier": "buffer",
-                        "content": content,
-                        "content_hash": digest,
-                        "vector": vector,
-                        "created_at": stamp,
-                        "observed_at": observed,
-                        "turn": turn,
-                        "entities": entities,
-                        "importance": utility.importance,
-                        "surprise": utility.surprise,
-                        "emotion": utility.emotion,
-                        "base_utility": utility.base,
-                        "relevance": rel,
-                        "goal": goal,
-                        "source": source,
-                        "tags": tags,
-                        "access_count": 0,
-                        "last_access": None,
-                        "frequency": 1,
-                        "tagged_by": tagging.tagged_by,
-                        "gate_reason": decision.reason,
-                        "replay_score": None,
-                        "decision_reason": None,
-                        "prev_tier": None,
-                        "tier_changed_at": stamp,
-                        "pinned": pin,
-                    }
-                ]
+            memory = Memory(
+                id=memory_id,
+                scope=scope,
+                tier="buffer",
+                content=content,
+                content_hash=digest,
+                vector=vector,
+                created_at=stamp,
+                observed_at=observed,
+                turn=turn,
+                entities=entities,
+                importance=utility.importance,
+                surprise=utility.surprise,
+                emotion=utility.emotion,
+                base_utility=utility.base,
+                relevance=rel,
+                goal=goal,
+                source=source,
+                tags=tags,
+                tagged_by=tagging.tagged_by,
+                gate_reason=decision.reason,
+                tier_changed_at=stamp,
+                pinned=pin,
             )
+            await self.episodic.add([memory])
             self.keeper.save_soon()
             # A new object for a single-valued relation ends the old fact now, so the agent
             # can confirm the change with the user (and recall stops offering the old one).
@@ -222,11 +214,10 @@ class Intake:
         if not any(r.predicate in self.policy.functional or r.functional for r in relations):
             return []
         out = []
-        for row in await self.episodic.live_rows(scope, ("buffer",)):
-            when = row.get("observed_at") or row["created_at"]
-            for rel in linkage.quick(row["content"]).relations:
+        for item in await self.episodic.live_rows(scope, ("buffer",)):
+            for rel in linkage.quick(item.content).relations:
                 if rel.predicate in self.policy.functional:
-                    out.append((rel, row["id"], when))
+                    out.append((rel, item.id, item.happened_at))
         return out
 
     async def _prepare(
@@ -238,7 +229,7 @@ class Intake:
         vector, goal_vector = vectors[0], await self._goal_vector(goal)
         rel = gating.relevance(vector, goal_vector)
         near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)
-        nearest = near[0]["similarity"] if near else -1.0
+        nearest = near[0].similarity if near else -1.0
         g = self.policy
         durability = None
         if self.durable is not None and goal == g.default_goal and not pin:
@@ -302,7 +293,7 @@ class Intake:
 
     async def _merge(
         self,
-        row: dict[str, Any],
+        existing: Memory,
         scope: str,
         tags: list[str],
         capacity: int,
@@ -311,32 +302,35 @@ class Intake:
     ) -> RememberResult:
         """An exact repeat strengthens the memory it repeats instead of storing a copy; a
         pinned repeat pins it."""
-        row["frequency"] = int(row.get("frequency") or 1) + 1
-        row["tags"] = list(dict.fromkeys([*(row.get("tags") or []), *tags]))
-        row["last_access"] = now()
-        if pin and not row.get("pinned"):
-            u = Utility.of(1.0, row["surprise"], row["emotion"])
-            row.update(pinned=True, importance=u.importance, base_utility=u.base)
-        await self.episodic.upsert([row])
+        memory = replace(
+            existing,
+            frequency=int(existing.frequency or 1) + 1,
+            tags=list(dict.fromkeys([*(existing.tags or []), *tags])),
+            last_access=now(),
+        )
+        if pin and not memory.pinned:
+            u = Utility.of(1.0, memory.surprise, memory.emotion)
+            memory = replace(memory, pinned=True, importance=u.importance, base_utility=u.base)
+        await self.episodic.upsert([memory])
         size = await self.episodic.count(scope, ("buffer",))
         self.consolidator.note_write(scope)
         return RememberResult(
             status="merged",
-            id=row["id"],
-            relevance=round(float(row.get("relevance") or 0.0), 4),
+            id=memory.id,
+            relevance=round(float(memory.relevance or 0.0), 4),
             threshold=self.policy.tau_noise,
             gate="merge",
-            pinned=bool(row.get("pinned")),
+            pinned=bool(memory.pinned),
             redacted=redacted,
             utility=Utility(
-                importance=row["importance"],
-                surprise=row["surprise"],
-                emotion=row["emotion"],
-                base=row["base_utility"],
+                importance=memory.importance,
+                surprise=memory.surprise,
+                emotion=memory.emotion,
+                base=memory.base_utility,
             ),
-            entities=list(row.get("entities") or []),
-            tagged_by=row.get("tagged_by"),
-            reason=f"exact repeat of {row['id']}: frequency is now {row['frequency']}",
+            entities=list(memory.entities or []),
+            tagged_by=memory.tagged_by,
+            reason=f"exact repeat of {memory.id}: frequency is now {memory.frequency}",
             buffer=BufferInfo(size=size, capacity=capacity),
             scope=scope,
         )

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, InvalidInput
+from .models import MEMORY_FIELDS, Memory
 
 logger = logging.getLogger(__name__)
 
@@ -41,19 +43,21 @@ def _encode(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-def _decode_row(row: dict[str, Any]) -> dict[str, Any]:
+def _decode(line: dict[str, Any]) -> Memory:
+    """A memory of an export line. A column the line lacks (an export made before the column
+    existed) is null, as in the table; keys that are no column are ignored."""
     for key in _TIMES:
-        if row.get(key) is not None:
-            when = datetime.fromisoformat(row[key])
-            row[key] = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return row
+        if line.get(key) is not None:
+            when = datetime.fromisoformat(line[key])
+            line[key] = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return Memory(**{name: line.get(name) for name in MEMORY_FIELDS})
 
 
 async def export(engine: Any, out: Path) -> dict[str, int]:
     """Write ``memories.jsonl`` and ``graph.trig`` of the engine's stores into ``out``."""
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     rows = await engine.episodic.rows(where=None, vectors=True)
-    rows.sort(key=lambda r: (r["scope"], r["created_at"], r.get("turn") or 0))
+    rows.sort(key=lambda m: (m.scope, m.created_at, m.turn or 0))
     header = {
         "format": FORMAT,
         "version": VERSION,
@@ -64,20 +68,21 @@ async def export(engine: Any, out: Path) -> dict[str, int]:
     }
     with (out / MEMORIES).open("w", encoding="utf-8") as fh:
         fh.write(json.dumps(header, ensure_ascii=False) + "\n")
-        for row in rows:
-            row["vector"] = [float(x) for x in row["vector"]]
-            fh.write(json.dumps(row, ensure_ascii=False, default=_encode) + "\n")
+        for memory in rows:
+            line = memory.columns()
+            line["vector"] = [float(x) for x in memory.vector]
+            fh.write(json.dumps(line, ensure_ascii=False, default=_encode) + "\n")
     trig, quads = await engine.graph.export_trig()
     (out / GRAPH).write_text(trig, encoding="utf-8")
     logger.info("exported %d memories to %s", len(rows), out)
     return {"memories": len(rows), "quads": quads}
 
 
-def _read(src: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _read(src: Path) -> tuple[dict[str, Any], list[Memory]]:
     try:
         with (src / MEMORIES).open(encoding="utf-8") as fh:
             header = json.loads(fh.readline())
-            rows = [_decode_row(json.loads(line)) for line in fh if line.strip()]
+            rows = [_decode(json.loads(line)) for line in fh if line.strip()]
     except FileNotFoundError as exc:
         raise InvalidInput(f"{src} holds no {MEMORIES}: is it an export?") from exc
     except ValueError as exc:
@@ -98,11 +103,12 @@ async def import_into(engine: Any, src: Path) -> dict[str, int]:
             "the export was embedded by %s; re-embedding %d memories with %s",
             known.get("id"), len(rows), engine.embedder.id,
         )  # fmt: skip
+        embedded = []
         for start in range(0, len(rows), 64):
             batch = rows[start : start + 64]
-            vectors = await engine.embedder.embed([r["content"] for r in batch])
-            for row, vector in zip(batch, vectors, strict=True):
-                row["vector"] = vector.tolist()
+            vectors = await engine.embedder.embed([m.content for m in batch])
+            embedded += [replace(m, vector=v.tolist()) for m, v in zip(batch, vectors, strict=True)]
+        rows = embedded
     for start in range(0, len(rows), 1000):
         await engine.episodic.add(rows[start : start + 1000])
     graph = src / GRAPH

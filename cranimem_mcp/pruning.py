@@ -7,14 +7,13 @@ in the stores and the locks."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import anyio
 
 from .coordination import ScopeLocks
 from .episodic import EpisodicStore
 from .graph import GraphStore
-from .models import ConsolidationReport, Decision
+from .models import ConsolidationReport, Decision, Memory
 from .temporal import decay
 from .validation import now
 
@@ -37,44 +36,39 @@ async def prune_longterm(
             return  # the common case, answered without reading the rows
         rows = await episodic.scope_rows(scope, ("longterm",))
         excess = len(rows) - bound
-        rows = [r for r in rows if not r.get("pinned")]  # pinned: forget only, never decay
+        rows = [r for r in rows if not r.pinned]  # pinned: forget only, never decay
         excess = min(excess, len(rows))
         if excess <= 0:
             return
         clock = now()
 
-        def weight(row: dict[str, Any]) -> float:
-            times = (row.get("last_access"), row.get("tier_changed_at"), row["created_at"])
+        def weight(memory: Memory) -> float:
+            times = (memory.last_access, memory.tier_changed_at, memory.created_at)
             last = max(x for x in times if x is not None)
-            recalls = 1.0 + 0.1 * min(10, int(row.get("access_count") or 0))
-            return (
-                float(row.get("base_utility") or 0.0)
-                * decay(clock - last, half_life_days)
-                * recalls
-            )
+            recalls = 1.0 + 0.1 * min(10, int(memory.access_count or 0))
+            return float(memory.base_utility or 0.0) * decay(clock - last, half_life_days) * recalls
 
         weakest = sorted(rows, key=weight)[:excess]
-        weights = {r["id"]: weight(r) for r in weakest}
+        weights = {r.id: weight(r) for r in weakest}
         ids = list(weights)
         await graph.deactivate(scope, ids)
-        full = await episodic.get(ids, vectors=True)
-        for row in full:
+        trashed = []
+        for memory in await episodic.get(ids, vectors=True):
             reason = (
-                f"decayed: weight {weights[row['id']]:.3f} is among the {excess} weakest of "
+                f"decayed: weight {weights[memory.id]:.3f} is among the {excess} weakest of "
                 f"{len(rows)} long-term memories (bound {bound})"
             )
-            row.update(tier="trash", prev_tier="longterm", tier_changed_at=clock,
-                       decision_reason=reason)  # fmt: skip
+            trashed.append(memory.moved("trash", clock, reason))
             report.decisions.append(
                 Decision(
-                    id=row["id"],
-                    replay_score=round(weights[row["id"]], 4),
+                    id=memory.id,
+                    replay_score=round(weights[memory.id], 4),
                     decision="trash",
                     reason=reason,
                 )  # fmt: skip
             )
-        await episodic.upsert(full)
-        report.pruned += len(full)
+        await episodic.upsert(trashed)
+        report.pruned += len(trashed)
 
 
 async def purge_expired_trash(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -33,7 +33,7 @@ from .extraction import HeuristicExtractor
 from .graph import GraphStore
 from .heuristics import HeuristicTagger
 from .llm import Extractor, Tagger, current_meter, metered
-from .models import ConsolidationReport, Decision
+from .models import ConsolidationReport, Decision, Memory
 from .naming import canonical_name
 from .pruning import prune_longterm, purge_expired_trash
 from .retrieval import fact_text
@@ -163,7 +163,7 @@ class Consolidator:
         if await self.episodic.count(scope, ("buffer",)) <= capacity:
             return []  # the common case, answered by the scope/tier indexes
         rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
-        free = [r for r in rows if r["id"] not in self._claimed]
+        free = [r for r in rows if r.id not in self._claimed]
         # More claimed items than capacity only if the capacity was lowered since they were
         # written: then every free item goes, and the bound holds again once the run ends.
         excess = min(len(rows) - capacity, len(free))
@@ -176,9 +176,9 @@ class Consolidator:
     async def replay(
         self,
         scope: str,
-        rows: list[dict[str, Any]],
+        rows: list[Memory],
         *,
-        all_rows: list[dict[str, Any]],
+        all_rows: list[Memory],
         trigger: str,
         report: ConsolidationReport | None = None,
     ) -> list[Decision]:
@@ -188,19 +188,19 @@ class Consolidator:
         promoted = [r for r, d in zip(rows, decisions, strict=True) if d.decision == "promote"]
         # Why: this runs inside remember, under the scope lock; an LLM call here would hold
         # the write for seconds. The heuristics link it now, the LLM redoes it later.
-        extractions = await self.heuristic_extractor.extract([r["content"] for r in promoted])
+        extractions = await self.heuristic_extractor.extract([r.content for r in promoted])
         await self._apply(scope, rows, decisions, extractions, report)
         if promoted and self.llm_extractor:
             await self.keeper.save()
         if promoted and self.background.enabled:  # after the write returns, not on its path
-            self.background.spawn(self.embed_new_facts, scope, [r["id"] for r in promoted])
+            self.background.spawn(self.embed_new_facts, scope, [r.id for r in promoted])
         return decisions
 
     async def _decide(
-        self, scope: str, rows: list[dict[str, Any]], all_rows: list[dict[str, Any]]
+        self, scope: str, rows: list[Memory], all_rows: list[Memory]
     ) -> list[Decision]:
         counts = consolidation.entity_counts(all_rows)
-        names = {canonical_name(e) for r in rows for e in r.get("entities") or []}
+        names = {canonical_name(e) for r in rows for e in r.entities or []}
         support = await self.graph.entity_support(scope, names)
         return consolidation.decide(
             rows, buffer_counts=counts, graph_support=support, params=self.policy.replay
@@ -209,7 +209,7 @@ class Consolidator:
     async def _apply(
         self,
         scope: str,
-        rows: list[dict[str, Any]],
+        rows: list[Memory],
         decisions: list[Decision],
         extractions: list[Any],
         report: ConsolidationReport | None,
@@ -217,7 +217,7 @@ class Consolidator:
         """Link promoted memories into the graph first, then move the rows: after a crash in
         between, the row is still in the buffer and re-linking replaces its graph."""
         stamp = now()
-        by_id = {r["id"]: r for r in rows}
+        by_id = {r.id: r for r in rows}
         extraction_of = dict(
             zip(
                 [d.id for d in decisions if d.decision == "promote"],
@@ -227,33 +227,24 @@ class Consolidator:
         )
         updated, trashed = [], []
         for d in decisions:
-            row = by_id[d.id]
+            memory = by_id[d.id]
             if d.decision == "promote":
                 self.note_extraction(scope, d.id, extraction_of[d.id])
                 checked = linkage.check(extraction_of[d.id])
-                observed = row.get("observed_at") or row["created_at"]
-                stats = await self.graph.put(scope, d.id, checked, row["created_at"], observed)
+                observed = memory.happened_at
+                stats = await self.graph.put(scope, d.id, checked, memory.created_at, observed)
                 await self.graph.supersede(
                     scope, d.id, checked.relations, observed, self.policy.functional
                 )
                 if report is not None:
                     report.triples_added += stats.added
                     report.triples_reinforced += stats.reinforced
-                row["entities"] = list(
-                    dict.fromkeys(
-                        [*(row.get("entities") or []), *(e.name for e in checked.entities)]
-                    )
-                )
+                names = [*(memory.entities or []), *(e.name for e in checked.entities)]
+                memory = replace(memory, entities=list(dict.fromkeys(names)))
             else:
                 trashed.append(d.id)
-            row.update(
-                tier="longterm" if d.decision == "promote" else "trash",
-                prev_tier="buffer",
-                replay_score=d.replay_score,
-                decision_reason=d.reason,
-                tier_changed_at=stamp,
-            )
-            updated.append(row)
+            tier = "longterm" if d.decision == "promote" else "trash"
+            updated.append(memory.moved(tier, stamp, d.reason, replay_score=d.replay_score))
         if trashed:
             # A graph left by a crash between linking and moving the row must not outlive it.
             await self.graph.retract(scope, trashed)
@@ -360,19 +351,19 @@ class Consolidator:
             report.pruned += len(rows) - promote
             return
         added = report.triples_added
-        ids = {r["id"] for r in rows}
+        ids = {r.id for r in rows}
         self._claimed |= ids
         linked: list[str] = []
         try:
             promoted = [r for r, d in zip(rows, decisions, strict=True) if d.decision == "promote"]
             # The model call happens outside the scope lock: writes go on meanwhile.
-            extractions = await self.extractor.extract([r["content"] for r in promoted])
-            extraction_of = {r["id"]: e for r, e in zip(promoted, extractions, strict=True)}
+            extractions = await self.extractor.extract([r.content for r in promoted])
+            extraction_of = {r.id: e for r, e in zip(promoted, extractions, strict=True)}
             async with self.locks.scope(scope):
                 # Re-read: an item may have been forgotten, evicted, merged into or recalled
                 # meanwhile. Decisions apply to the items still in the buffer, as they are now.
-                fresh = {r["id"]: r for r in await self.episodic.get(sorted(ids), vectors=True)
-                         if r["tier"] == "buffer"}  # fmt: skip
+                fresh = {r.id: r for r in await self.episodic.get(sorted(ids), vectors=True)
+                         if r.tier == "buffer"}  # fmt: skip
                 keep = [d for d in decisions if d.id in fresh]
                 linked = [d.id for d in keep if d.decision == "promote"]
                 await self._apply(
@@ -407,19 +398,19 @@ class Consolidator:
         async with self.locks.scope(scope):
             rows = await self.episodic.scope_rows(scope, ("buffer",))
             rows += await self.episodic.scope_rows(scope, ("longterm",))
-        for row in (r for r in rows if r.get("tagged_by") == HeuristicTagger.name):
+        for row in (r for r in rows if r.tagged_by == HeuristicTagger.name):
             meter = current_meter()
             if meter is not None and meter.limit is not None and meter.calls * 2 >= meter.limit:
                 return
             # The heuristic stored novelty as its surprise signal.
-            novelty = float(row.get("surprise") or 0.0)
-            tagging = await self.tagger.tag(row["content"], row.get("goal") or "", novelty)
+            novelty = float(row.surprise or 0.0)
+            tagging = await self.tagger.tag(row.content, row.goal or "", novelty)
             if tagging.tagged_by == HeuristicTagger.name:
                 return
             u = tagging.utility
             async with self.locks.scope(scope):
                 await self.episodic.update(
-                    [row["id"]],
+                    [row.id],
                     {
                         "importance": u.importance,
                         "surprise": u.surprise,
@@ -434,22 +425,22 @@ class Consolidator:
         """Re-link long-term memories whose extraction fell back to the heuristics."""
         if not self.llm_extractor:
             return
-        rows = [r for r in await self.episodic.get(pending) if r["scope"] == scope]
-        todo = [r for r in rows if r["tier"] == "longterm"]
-        extractions = await self.extractor.extract([r["content"] for r in todo]) if todo else []
+        rows = [r for r in await self.episodic.get(pending) if r.scope == scope]
+        todo = [r for r in rows if r.tier == "longterm"]
+        extractions = await self.extractor.extract([r.content for r in todo]) if todo else []
         done: set[str] = set()
         async with self.locks.scope(scope):
-            current = {r["id"]: r for r in await self.episodic.get([r["id"] for r in todo])}
+            current = {r.id: r for r in await self.episodic.get([r.id for r in todo])}
             for row, extraction in zip(todo, extractions, strict=True):
-                now_row = current.get(row["id"])
+                now_row = current.get(row.id)
                 if extraction.extracted_by == HeuristicExtractor.name or now_row is None:
                     continue
-                if now_row["tier"] != "longterm":
+                if now_row.tier != "longterm":
                     continue
-                await self.graph.put(scope, row["id"], linkage.check(extraction), row["created_at"])
-                done.add(row["id"])
+                await self.graph.put(scope, row.id, linkage.check(extraction), row.created_at)
+                done.add(row.id)
         # Trashed ones stay queued (a restore may bring them back); purged ones are dropped.
-        gone = {i for i in pending if i not in {r["id"] for r in rows}} | done
+        gone = {i for i in pending if i not in {r.id for r in rows}} | done
         left = [i for i in self.keeper.state.reextract.get(scope, []) if i not in gone]
         if left:
             self.keeper.state.reextract[scope] = left

@@ -140,24 +140,25 @@ async def episodic_path(
     as_of: datetime | None = None,
 ) -> list[RecallItem]:
     limit = k if as_of is None else 4 * k
-    rows = await episodic.hybrid(scope, qvec, query, ("buffer", "longterm"), limit=limit)
+    hits = await episodic.hybrid(scope, qvec, query, ("buffer", "longterm"), limit=limit)
     if as_of is not None:
         # What was known then: memories of events up to that time.
-        rows = [r for r in rows if (r.get("observed_at") or r["created_at"]) <= as_of][:k]
+        hits = [h for h in hits if h.entry.happened_at <= as_of][:k]
     items = []
-    for rank, row in enumerate(rows):
+    for rank, hit in enumerate(hits):
         # The fused rank orders the candidates; the score shown is the cosine, lifted a
         # little for the ones full-text search also found near the top.
-        score = row["similarity"] + 0.05 * (1.0 - rank / max(1, len(rows)))
+        score = hit.similarity + 0.05 * (1.0 - rank / max(1, len(hits)))
+        memory = hit.entry
         items.append(
             RecallItem(
-                id=row["id"],
-                path="recent" if row["tier"] == "buffer" else "memory",
-                content=row["content"],
+                id=memory.id,
+                path="recent" if memory.tier == "buffer" else "memory",
+                content=memory.content,
                 score=round(score, 4),
-                created_at=row["created_at"],
-                tier=row["tier"],
-                observed_at=row.get("observed_at"),
+                created_at=memory.created_at,
+                tier=memory.tier,
+                observed_at=memory.observed_at,
             )
         )
     return items

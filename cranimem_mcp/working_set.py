@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from .models import Memory
+
 LIVE = ("buffer", "longterm")
 _CODE = {"buffer": 1, "longterm": 2}
 # The columns a mirrored memory keeps (its vector aside).
@@ -36,6 +38,9 @@ FIELDS = ("id", "tier", "content", "content_hash", "created_at", "observed_at", 
 
 @dataclass(slots=True)
 class Entry:
+    """A memory's working-set fields: what the hot path reads (a search hit, the buffer's
+    items for the change check)."""
+
     id: str
     tier: str
     content: str
@@ -44,8 +49,22 @@ class Entry:
     observed_at: datetime | None
     turn: int | None
 
-    def row(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in FIELDS}
+    @classmethod
+    def of(cls, memory: Memory) -> Entry:
+        return cls(
+            memory.id,
+            memory.tier,
+            memory.content,
+            memory.content_hash,
+            memory.created_at,
+            memory.observed_at,
+            memory.turn,
+        )
+
+    @property
+    def happened_at(self) -> datetime:
+        """When the event it tells happened: ``observed_at``, else when it was written."""
+        return self.observed_at or self.created_at
 
 
 def _codes(tiers: Iterable[str]) -> list[int]:
@@ -85,13 +104,12 @@ class ScopeSet:
         self._entries += [None] * old
         self._free = list(range(2 * old - 1, old - 1, -1)) + self._free
 
-    def put(self, row: dict[str, Any], vector: Any) -> None:
-        """Insert or replace a live memory (``row`` has :data:`FIELDS`)."""
-        self.remove(row["id"])
+    def put(self, entry: Entry, vector: Any) -> None:
+        """Insert or replace a live memory."""
+        self.remove(entry.id)
         if not self._free:
             self._grow()
         slot = self._free.pop()
-        entry = Entry(**{f: row.get(f) for f in FIELDS})
         self._entries[slot] = entry
         self._vectors[slot] = np.asarray(vector, dtype=np.float32)
         self._tier[slot] = _CODE[entry.tier]
@@ -176,13 +194,13 @@ class WorkingSet:
         """Worth loading: mirroring is on and the scope was not found too big for it."""
         return self.enabled and scope not in self._oversized and scope not in self._scopes
 
-    def install(self, scope: str, rows: Sequence[dict[str, Any]], vectors: Any) -> None:
-        if len(rows) > self.max_rows:
+    def install(self, scope: str, entries: Sequence[Entry], vectors: Any) -> None:
+        if len(entries) > self.max_rows:
             self._oversized.add(scope)
             return
-        mirrored = ScopeSet(self.dim, capacity=max(64, 2 * len(rows)))
-        for row, vector in zip(rows, vectors, strict=True):
-            mirrored.put(row, vector)
+        mirrored = ScopeSet(self.dim, capacity=max(64, 2 * len(entries)))
+        for entry, vector in zip(entries, vectors, strict=True):
+            mirrored.put(entry, vector)
         self._scopes[scope] = mirrored
         self._fit(keep=scope)
 
@@ -195,25 +213,24 @@ class WorkingSet:
             self._scopes.pop(scope)
             total -= len(mirrored)
 
-    def apply(self, rows: Iterable[dict[str, Any]]) -> None:
-        """Follow committed whole rows (an insert or an upsert): live ones are put, the
-        others (trash) leave. A row without its vector drops its scope instead."""
+    def apply(self, memories: Iterable[Memory]) -> None:
+        """Follow committed whole records (an insert or an upsert): live ones are put, the
+        others (trash) leave. A record without its vector drops its scope instead."""
         touched = set()
-        for row in rows:
-            mirrored = self._scopes.get(row["scope"])
+        for memory in memories:
+            mirrored = self._scopes.get(memory.scope)
             if mirrored is None:
                 # Not mirrored here; the id might be, under another scope (a scope change).
-                self.remove([row["id"]])
+                self.remove([memory.id])
                 continue
-            if row.get("tier") in LIVE:
-                vector = row.get("vector")
-                if vector is None:
-                    self.drop(row["scope"])
+            if memory.tier in LIVE:
+                if memory.vector is None:
+                    self.drop(memory.scope)
                     continue
-                mirrored.put(row, vector)
-                touched.add(row["scope"])
+                mirrored.put(Entry.of(memory), memory.vector)
+                touched.add(memory.scope)
             else:
-                mirrored.remove(row["id"])
+                mirrored.remove(memory.id)
         for scope in touched:
             self._fit(keep=scope)
 

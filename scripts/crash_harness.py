@@ -135,12 +135,12 @@ async def verify(home: Path, acked: set[str]) -> list[str]:
     async with MemoryEngine(
         settings_for(home), embedder=HashEmbedder(), background=False
     ) as engine:
-        rows = {r["id"]: r for r in await engine.episodic.scope_rows(None, None)}
+        rows = {r.id: r for r in await engine.episodic.scope_rows(None, None)}
         problems += [f"acknowledged write {i} is lost" for i in sorted(acked - set(rows))]
         problems += await engine.check()
         await engine.consolidate()
         problems += [f"after consolidation: {p}" for p in await engine.check()]
-        longterm = {i for i, r in rows.items() if r["tier"] in ("buffer", "longterm")}
+        longterm = {i for i, r in rows.items() if r.tier in ("buffer", "longterm")}
         for scope in ("default", "work"):
             result = await engine.recall("works at lives in based in", scope=scope, k=5)
             for fact in result.facts:

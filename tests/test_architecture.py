@@ -19,8 +19,9 @@ LAYERS: dict[str, set[str]] = {
     "domain": {"errors", "models", "naming", "temporal", "validation", "scopes", "lexicon",
                "vocabulary", "service", "consolidation"},
     # Stores, model runtimes and the text readers: each wraps one library or one model.
-    "adapters": {"heap", "journal", "lance", "working_set", "episodic", "graph_io", "provenance",
-                 "graph", "sparql", "state", "ownership", "embeddings", "syntax", "llm",
+    "adapters": {"heap", "journal", "lance", "working_set", "records", "retention", "episodic",
+                 "graph_io", "provenance", "graph", "sparql", "state", "ownership", "embeddings",
+                 "syntax", "llm",
                  "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",
                  "redaction", "discourse", "verb_frames", "copulas", "extraction", "linkage",
                  "heuristics", "write_cues", "parse_cues", "durable"},

@@ -90,7 +90,7 @@ async def test_writes_go_on_while_consolidation_waits_on_the_model(open_engine, 
         assert extractor.max_running == 1
         # The forgotten item stays forgotten: the first run's decision skipped it.
         (row,) = await engine.episodic.get([first.id])
-        assert row["tier"] == "trash"
+        assert row.tier == "trash"
         assert sum(r.replayed for r in reports) >= 2
 
 
@@ -125,6 +125,6 @@ async def test_parallel_tool_calls_lose_and_duplicate_nothing(open_engine):
         rows = await engine.episodic.scope_rows("default", None)
         assert len(rows) == 24  # every write stored once; the repeats merged
         assert await engine.episodic.count("default", ("buffer",)) <= 10
-        assert sum(r["frequency"] for r in rows) == 30
+        assert sum(r.frequency for r in rows) == 30
         ids = {r.structured_content["id"] for r in results.values()}
         assert len(ids) == 24

@@ -95,11 +95,11 @@ async def test_writes_and_restores_never_overfill_the_buffer_while_replay_holds_
         with anyio.fail_after(120):
             await engine.wait_idle()
         assert await buffer_count(engine) <= CAPACITY
-        rows = {r["id"]: r for r in await engine.episodic.get(stored)}
+        rows = {r.id: r for r in await engine.episodic.get(stored)}
         assert sorted(rows) == sorted(set(stored))  # every acknowledged write is kept
         if not background:  # it claimed the full buffer but the one forgotten item ...
             assert reports[0].replayed == CAPACITY - 1
             for d in reports[0].decisions:  # ... and applied its decisions to all of them
-                assert rows[d.id]["tier"] == ("longterm" if d.decision == "promote" else "trash")
-        assert {r["tier"] for r in rows.values()} <= {"buffer", "longterm", "trash"}
+                assert rows[d.id].tier == ("longterm" if d.decision == "promote" else "trash")
+        assert {r.tier for r in rows.values()} <= {"buffer", "longterm", "trash"}
         assert await engine.check() == []

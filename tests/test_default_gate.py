@@ -132,7 +132,7 @@ async def test_a_pinned_write_passes_the_gate_with_top_importance(open_engine):
         assert result.status == "stored" and result.pinned and result.gate == "pin"
         assert result.utility is not None and result.utility.importance == 1.0
         (row,) = await engine.episodic.get([result.id])
-        assert row["pinned"] is True
+        assert row.pinned is True
 
 
 async def test_replay_never_prunes_a_pinned_memory_but_forget_still_does(open_engine):
@@ -148,7 +148,7 @@ async def test_replay_never_prunes_a_pinned_memory_but_forget_still_does(open_en
         forgotten = await engine.forget(ids=[pinned.id])
         assert forgotten.forgotten == 1
         (row,) = await engine.episodic.get([pinned.id])
-        assert row["tier"] == "trash"
+        assert row.tier == "trash"
 
 
 async def test_long_term_bound_prunes_unpinned_memories_first(open_engine):
@@ -159,7 +159,7 @@ async def test_long_term_bound_prunes_unpinned_memories_first(open_engine):
             for pet, name in (("dog", "Rex"), ("parrot", "Kiwi"))
         ]
         await engine.consolidate("default")
-        tiers = {r["id"]: r["tier"] for r in await engine.episodic.scope_rows("default", None)}
+        tiers = {r.id: r.tier for r in await engine.episodic.scope_rows("default", None)}
         assert tiers[pinned.id] == "longterm"
         assert [tiers[p.id] for p in plain] == ["trash", "trash"]
 
@@ -170,7 +170,7 @@ async def test_a_pinned_repeat_pins_the_memory_it_repeats(open_engine):
         again = await engine.remember("The user's dentist is Dr. Okafor.", pin=True)
         assert again.status == "merged" and again.id == first.id and again.pinned
         (row,) = await engine.episodic.get([first.id])
-        assert row["pinned"] is True and row["importance"] == 1.0
+        assert row.pinned is True and row.importance == 1.0
 
 
 # --- the model's look in the band ---------------------------------------------------------

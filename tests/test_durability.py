@@ -59,11 +59,11 @@ async def test_acknowledged_writes_survive_kill_9(open_engine, tmp_path):
         proc.wait()
         proc.stdout.close()
     async with open_engine(home=home) as engine:
-        rows = {r["id"]: r for r in await engine.episodic.scope_rows("default", None)}
+        rows = {r.id: r for r in await engine.episodic.scope_rows("default", None)}
         missing = [i for i in acked if i not in rows]
         assert missing == []
         assert await engine.episodic.count("default", ("buffer",)) <= 6
         # Every long-term memory has its graph provenance.
         for mid, row in rows.items():
-            if row["tier"] == "longterm":
+            if row.tier == "longterm":
                 assert await engine.graph.has_memory("default", mid), mid

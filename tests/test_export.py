@@ -10,7 +10,9 @@ from rdflib import Dataset, URIRef
 
 from cranimem_mcp.errors import ConfigError
 from cranimem_mcp.graph import VOCAB
+from cranimem_mcp.models import MEMORY_FIELDS
 from cranimem_mcp.portability import export, import_into
+from cranimem_mcp.records import COLUMNS
 
 pytestmark = pytest.mark.anyio
 
@@ -99,3 +101,8 @@ async def test_import_refuses_a_directory_that_holds_memories(open_engine, tmp_p
         await export(engine, out)
         with pytest.raises(ConfigError, match="empty"):
             await import_into(engine, out)
+
+
+def test_a_memory_record_has_the_table_columns_in_their_order():
+    # An export line is a record's columns(): adding a column means adding a field.
+    assert list(MEMORY_FIELDS) == COLUMNS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -115,7 +116,7 @@ async def test_soft_forgotten_memory_is_in_the_trash_not_in_recall(open_engine):
         await engine.forget(ids=[m.id])
         assert (await engine.recall("What am I allergic to?")).items == []
         (row,) = await engine.episodic.get([m.id])
-        assert row["tier"] == "trash" and row["prev_tier"] == "buffer"
+        assert row.tier == "trash" and row.prev_tier == "buffer"
 
 
 async def test_bad_forget_requests_are_clear_errors_and_change_nothing(open_engine):
@@ -132,7 +133,7 @@ async def test_bad_forget_requests_are_clear_errors_and_change_nothing(open_engi
         with pytest.raises(NotFound):
             await engine.restore([m.id])  # not in the trash
         (row,) = await engine.episodic.get([m.id])
-        assert row["tier"] == "buffer"
+        assert row.tier == "buffer"
 
 
 async def test_trash_past_retention_is_purged_at_consolidation(open_engine):
@@ -150,9 +151,9 @@ async def test_trash_within_retention_stays_and_only_the_old_is_purged(open_engi
         new = await engine.remember("My sister Ana lives in Lisbon.")
         await engine.forget(ids=[old.id, new.id])
         (row,) = await engine.episodic.get([old.id], vectors=True)
-        row["tier_changed_at"] = row["tier_changed_at"] - timedelta(days=1, seconds=1)
-        await engine.episodic.upsert([row])
+        earlier = row.tier_changed_at - timedelta(days=1, seconds=1)
+        await engine.episodic.upsert([replace(row, tier_changed_at=earlier)])
         report = await engine.consolidate()
         assert report.purged == 1
         assert await engine.episodic.get([old.id]) == []
-        assert [r["tier"] for r in await engine.episodic.get([new.id])] == ["trash"]
+        assert [r.tier for r in await engine.episodic.get([new.id])] == ["trash"]

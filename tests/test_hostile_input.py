@@ -49,7 +49,7 @@ def fresh(tmp_path):
 
 async def snapshot(engine) -> list:
     rows = await engine.episodic.scope_rows(None, None)
-    return sorted((r["id"], r["tier"], r["content"], r["frequency"]) for r in rows)
+    return sorted((r.id, r.tier, r.content, r.frequency) for r in rows)
 
 
 @SETTINGS
@@ -65,7 +65,7 @@ async def test_any_content_is_stored_verbatim_or_refused_cleanly(open_engine, tm
             assert await snapshot(engine) == []
             return
         (row,) = await engine.episodic.get([result.id])
-        assert row["content"] == redact(content.strip()).text  # credentials never verbatim
+        assert row.content == redact(content.strip()).text  # credentials never verbatim
         recalled = await engine.recall(content)
         assert result.id in {it.id for it in recalled.items}
         body = recalled.context.splitlines()[1:-1]

@@ -11,26 +11,25 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from cranimem_mcp.episodic import EpisodicStore, VersionRetention
+from cranimem_mcp.episodic import EpisodicStore
 from cranimem_mcp.graph import GraphStore
+from cranimem_mcp.models import Memory
+from cranimem_mcp.retention import VersionRetention
 
 pytestmark = pytest.mark.anyio
 LIFE = "Remember durable facts about the user's life"
 
 
-def row(i: int) -> dict:
+def row(i: int) -> Memory:
     stamp = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=i)
     v = np.zeros(8, dtype=np.float32)
     v[i % 8] = 1.0
-    return {
-        "id": f"m_{i:020x}", "scope": "s", "tier": "buffer", "content": f"note number {i}",
-        "content_hash": f"{i:064x}", "vector": v.tolist(), "created_at": stamp,
-        "observed_at": stamp, "turn": i, "entities": [], "importance": 0.5, "surprise": 0.5,
-        "emotion": 0.1, "base_utility": 0.4, "relevance": 0.3, "goal": None, "source": None,
-        "tags": [], "access_count": 0, "last_access": None, "frequency": 1,
-        "tagged_by": "heuristic", "gate_reason": "", "replay_score": None,
-        "decision_reason": None, "prev_tier": None, "tier_changed_at": stamp,
-    }  # fmt: skip
+    return Memory(
+        id=f"m_{i:020x}", scope="s", tier="buffer", content=f"note number {i}",
+        content_hash=f"{i:064x}", vector=v.tolist(), created_at=stamp, observed_at=stamp,
+        turn=i, importance=0.5, surprise=0.5, emotion=0.1, base_utility=0.4, relevance=0.3,
+        tagged_by="heuristic", gate_reason="", tier_changed_at=stamp,
+    )  # fmt: skip
 
 
 async def test_old_versions_are_bounded_by_count_and_no_row_is_lost(tmp_path):
@@ -43,7 +42,7 @@ async def test_old_versions_are_bounded_by_count_and_no_row_is_lost(tmp_path):
     # the 5 kept before the optimize, plus the versions the optimize itself made
     assert len(store._table.list_versions()) <= 5 + 4
     assert await store.count() == 40
-    assert {r["id"] for r in await store.rows(where=None)} == {row(i)["id"] for i in range(40)}
+    assert {r.id for r in await store.rows(where=None)} == {row(i).id for i in range(40)}
 
 
 async def test_the_folder_is_held_within_its_ratio_of_the_live_data(tmp_path):

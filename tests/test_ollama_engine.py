@@ -79,8 +79,8 @@ async def test_remember_is_acknowledged_with_fallback_tags_when_the_model_is_too
         assert time.monotonic() - started < 3.0
         assert result.status == "stored" and result.tagged_by == "heuristic"
         rows = await engine.episodic.scope_rows("default", ("buffer",))
-        assert [r["id"] for r in rows] == [result.id]
-        assert rows[0]["tagged_by"] == "heuristic"
+        assert [r.id for r in rows] == [result.id]
+        assert rows[0].tagged_by == "heuristic"
         assert (await engine.stats()).fallbacks["tag"] == 1
 
 
@@ -94,7 +94,7 @@ async def test_consolidation_retags_fallback_items_once_the_model_answers(fake, 
         report = await engine.consolidate(dry_run=False)
         (row,) = await engine.episodic.get([stored.id])
     assert report.retagged == 1
-    assert row["tagged_by"] == OLLAMA and row["importance"] == pytest.approx(0.9)
+    assert row.tagged_by == OLLAMA and row.importance == pytest.approx(0.9)
     assert report.llm_calls >= 1 and report.llm_prompt_tokens > 0
 
 
@@ -278,9 +278,9 @@ async def test_an_item_promoted_during_an_outage_is_retagged_at_a_later_consolid
         first = await engine.consolidate()
         assert first.retagged == 0
         (row,) = await engine.episodic.get([stored.id])
-        assert row["tier"] == "longterm" and row["tagged_by"] == "heuristic"
+        assert row.tier == "longterm" and row.tagged_by == "heuristic"
         fake.failures.clear()  # Ollama is back
         second = await engine.consolidate()
         assert second.retagged == 1
         (row,) = await engine.episodic.get([stored.id])
-        assert row["tagged_by"].startswith("ollama:")
+        assert row.tagged_by.startswith("ollama:")

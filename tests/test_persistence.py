@@ -31,7 +31,7 @@ async def test_everything_survives_closing_and_reopening(open_engine, tmp_path):
         recall_after = await engine.recall("Where is Alice's company based?", scope="work")
         assert {f.object for f in recall_after.facts} >= {"Acme Robotics", "Berlin"}
         assert {it.id for it in recall_after.items} == {it.id for it in recall_before.items}
-        rows = {r["id"]: r["tier"] for r in await engine.episodic.scope_rows("work", None)}
+        rows = {r.id: r.tier for r in await engine.episodic.scope_rows("work", None)}
         assert rows[a.id] == rows[b.id] == "longterm"
         assert rows[recent.id] == "buffer" and rows[trashed.id] == "trash"
         await engine.restore([trashed.id], scope="work")

@@ -3,10 +3,13 @@ real LanceDB and rdflib stores with real MiniLM embeddings."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import anyio
 import pytest
 
 from cranimem_mcp.consolidation import ReplayParams, decide, entity_counts
+from cranimem_mcp.models import Memory
 from cranimem_mcp.retrieval import mentions
 
 pytestmark = pytest.mark.anyio
@@ -34,13 +37,13 @@ async def test_buffer_never_exceeds_capacity_and_overflow_goes_through_replay(op
             evicted += result.evicted
         # The three oldest left the buffer through replay, oldest first, none silently.
         assert [d.id for d in evicted] == ids[:3]
-        rows = {r["id"]: r for r in await engine.episodic.scope_rows("default", None)}
+        rows = {r.id: r for r in await engine.episodic.scope_rows("default", None)}
         assert len(rows) == 6
         for decision in evicted:
             expected = "longterm" if decision.decision == "promote" else "trash"
-            assert rows[decision.id]["tier"] == expected
-            assert rows[decision.id]["replay_score"] == pytest.approx(decision.replay_score)
-        assert {rows[i]["tier"] for i in ids[3:]} == {"buffer"}
+            assert rows[decision.id].tier == expected
+            assert rows[decision.id].replay_score == pytest.approx(decision.replay_score)
+        assert {rows[i].tier for i in ids[3:]} == {"buffer"}
 
 
 async def test_exact_duplicate_is_merged_not_stored_twice(open_engine):
@@ -50,7 +53,7 @@ async def test_exact_duplicate_is_merged_not_stored_twice(open_engine):
         assert again.status == "merged"
         assert again.id == first.id
         rows = await engine.episodic.scope_rows("default", None)
-        assert len(rows) == 1 and rows[0]["frequency"] == 2
+        assert len(rows) == 1 and rows[0].frequency == 2
 
 
 async def test_low_replay_item_goes_to_trash_and_restore_brings_it_back(open_engine):
@@ -75,14 +78,17 @@ async def test_low_replay_item_goes_to_trash_and_restore_brings_it_back(open_eng
         recalled = await engine.recall("How much does the rail pass cost?")
         assert weak.id in {it.id for it in recalled.items}
         (row,) = await engine.episodic.get([weak.id])
-        assert row["tier"] == "longterm"
+        assert row.tier == "longterm"
 
 
 def test_repeated_entity_raises_the_replay_score():
     params = ReplayParams(tau_consolidation=0.3, alpha=0.5, freq_cap=4)
-    lonely = {"id": "m_" + "1" * 20, "entities": ["Kyoto"], "base_utility": 0.4}
-    echoed = {"id": "m_" + "2" * 20, "entities": ["Osaka"], "base_utility": 0.4}
-    echo = {"id": "m_" + "3" * 20, "entities": ["osaka "], "base_utility": 0.4}
+    lonely, echoed, echo = (
+        Memory(id="m_" + n * 20, scope="default", tier="buffer", content=f"about {name}",
+               content_hash=n * 32, created_at=datetime(2026, 1, 1, tzinfo=UTC),
+               entities=[name], base_utility=0.4)
+        for n, name in (("1", "Kyoto"), ("2", "Osaka"), ("3", "osaka "))
+    )  # fmt: skip
     rows = [lonely, echoed, echo]
     counts = entity_counts(rows)
     d_lonely, d_echoed, _ = decide(rows, buffer_counts=counts, graph_support={}, params=params)
@@ -179,7 +185,7 @@ async def test_recall_merges_both_paths_with_labels_and_counts_access(open_engin
     async with open_engine(home) as engine:
         for memory in (kept, recent):
             (row,) = await engine.episodic.get([memory.id])
-            assert row["access_count"] == seen.count(memory.id) >= 2
+            assert row.access_count == seen.count(memory.id) >= 2
 
 
 async def test_recall_counts_are_written_in_the_background(open_engine):
@@ -188,10 +194,10 @@ async def test_recall_counts_are_written_in_the_background(open_engine):
         await engine.recall("Which food must I avoid?")
         for _ in range(50):
             (row,) = await engine.episodic.get([kept.id])
-            if row["access_count"]:
+            if row.access_count:
                 break
             await anyio.sleep(0.1)
-        assert row["access_count"] == 1 and row["last_access"] is not None
+        assert row.access_count == 1 and row.last_access is not None
 
 
 async def test_scopes_do_not_mix(open_engine):

@@ -113,20 +113,20 @@ async def verify(home: Path, ledger: Ledger, minilm, final_stats: dict) -> None:
     async with MemoryEngine(make_settings(home), embedder=minilm, background=False) as engine:
         assert await engine.check() == []
         rows = await engine.episodic.scope_rows(None, None)
-        by_id = {r["id"]: r for r in rows}
+        by_id = {r.id: r for r in rows}
         assert len(by_id) == len(rows)
         assert sorted(set(ledger.unique) - set(by_id)) == []  # nothing lost
-        contents = Counter(r["content"] for r in rows if r["scope"] != "shared")
+        contents = Counter(r.content for r in rows if r.scope != "shared")
         assert max(contents.values()) == 1  # nothing stored twice
         for text, writes in ledger.shared_writes.items():
-            copies = [r for r in rows if r["scope"] == "shared" and r["content"] == text]
-            live = [r for r in copies if r["tier"] != "trash"]
+            copies = [r for r in rows if r.scope == "shared" and r.content == text]
+            live = [r for r in copies if r.tier != "trash"]
             assert len(live) <= 1, text  # a repeat merges into the live copy
-            assert sum(r["frequency"] for r in copies) == writes, text
+            assert sum(r.frequency for r in copies) == writes, text
         for mid in ledger.unique:  # restored after each forget: none left in the trash by it
             row = by_id[mid]
-            assert row["decision_reason"] != "forgotten by request", row
-        census = Counter((r["scope"], r["tier"]) for r in rows)
+            assert row.decision_reason != "forgotten by request", row
+        census = Counter((r.scope, r.tier) for r in rows)
     per_scope = {s["scope"]: s for s in final_stats["scopes"]}
     for (scope, tier), n in census.items():
         key = {"buffer": "buffer_size", "longterm": "longterm", "trash": "trash"}[tier]

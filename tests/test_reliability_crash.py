@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -109,7 +110,7 @@ async def test_the_same_content_twice_in_a_scope_is_a_problem(open_engine):
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         r = await engine.remember("I live in Paris with my partner Alex.")
         (row,) = await engine.episodic.get([r.id], vectors=True)
-        await engine.episodic.add([{**row, "id": "m_" + "f" * 20}])
+        await engine.episodic.add([replace(row, id="m_" + "f" * 20)])
         problems = await engine.check()
         assert any("hold the same content" in p for p in problems), problems
 

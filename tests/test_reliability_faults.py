@@ -110,7 +110,7 @@ async def test_writes_are_acknowledged_in_time_and_retagged_after_recovery(
             report = await engine.consolidate()
             rows = await engine.episodic.get(ids)
             assert report.retagged == WRITES
-            assert {r["tagged_by"] for r in rows} == {f"ollama:{CHAT_MODEL}"}
+            assert {r.tagged_by for r in rows} == {f"ollama:{CHAT_MODEL}"}
             assert len(rows) == WRITES
             assert await engine.check() == []
     finally:

@@ -72,7 +72,7 @@ async def snapshot(engine: MemoryEngine) -> tuple:
     rows = await engine.episodic.scope_rows(None, None)
     facts = await engine.graph.count_facts()
     return (
-        sorted((r["id"], r["scope"], r["tier"], r["content"], r["frequency"]) for r in rows),
+        sorted((r.id, r.scope, r.tier, r.content, r.frequency) for r in rows),
         sorted(facts.items()),
         sorted(engine.state.goals.items()),
     )

@@ -66,13 +66,13 @@ async def test_no_canary_reaches_disk_logs_trash_or_recall(open_engine, tmp_path
         )
         assert not _mentions(text, values)
         await engine.consolidate()
-        live = [r["id"] for r in await engine.episodic.scope_rows("default", ("longterm",))]
+        live = [r.id for r in await engine.episodic.scope_rows("default", ("longterm",))]
         assert live
         await engine.forget(ids=live[: len(live) // 2])  # into the trash (replay trashed some)
         await engine.wait_idle()
         rows = await engine.episodic.scope_rows(None, None)  # every tier, the trash included
         stored = "\n".join(
-            str(r.get(k))
+            str(getattr(r, k))
             for r in rows
             for k in ("content", "tags", "goal", "source", "gate_reason")
         )
@@ -104,9 +104,9 @@ async def test_a_redacted_memory_keeps_what_matters(open_engine):
         result = await engine.remember(f"The CI uses the user's GitHub token {token}.")
         assert result.status == "stored"
         (row,) = await engine.episodic.get([result.id])
-        assert token not in row["content"]
-        assert "[redacted GitHub token]" in row["content"]
-        assert "CI" in row["content"]
+        assert token not in row.content
+        assert "[redacted GitHub token]" in row.content
+        assert "CI" in row.content
 
 
 async def test_clean_text_is_stored_unchanged(open_engine):
@@ -115,4 +115,4 @@ async def test_clean_text_is_stored_unchanged(open_engine):
             result = await engine.remember(item["text"], pin=True)
             assert result.redacted == []
             (row,) = await engine.episodic.get([result.id])
-            assert row["content"] == item["text"].strip() or row["content"] == item["text"]
+            assert row.content == item["text"].strip() or row.content == item["text"]

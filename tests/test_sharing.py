@@ -46,8 +46,8 @@ def serve_params(home: Path, **extra: str) -> StdioServerParameters:
 async def integrity_problems(open_engine, home: Path) -> tuple[list[str], set[str]]:
     """Reopen the stores: the engine's own check when it has one, and the ids stored."""
     async with open_engine(home=home) as engine:
-        rows = await engine.episodic.rows(where=None, columns=["id", "tier", "scope"])
-        ids = [r["id"] for r in rows]
+        rows = await engine.episodic.keys()
+        ids = [r.id for r in rows]
         problems = (
             [f"{len(ids) - len(set(ids))} duplicate ids"] if len(ids) != len(set(ids)) else []
         )
@@ -55,10 +55,8 @@ async def integrity_problems(open_engine, home: Path) -> tuple[list[str], set[st
             problems += await engine.check()
         else:  # the minimal check: every long-term memory has its graph
             for r in rows:
-                if r["tier"] == "longterm" and not await engine.graph.has_memory(
-                    r["scope"], r["id"]
-                ):
-                    problems.append(f"{r['id']} has no graph")
+                if r.tier == "longterm" and not await engine.graph.has_memory(r.scope, r.id):
+                    problems.append(f"{r.id} has no graph")
         return problems, set(ids)
 
 

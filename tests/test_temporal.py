@@ -48,7 +48,7 @@ async def test_a_move_supersedes_the_old_home_and_keeps_it(open_engine):
         then = await engine.recall("Where does the user live?", paths=["graph"], as_of=between)
         assert ("User", "lives_in", "Paris") in triples(then.facts)
         assert ("User", "lives_in", "Berlin") not in triples(then.facts)
-        rows = {r["id"] for r in await engine.episodic.scope_rows("default", None)}
+        rows = {r.id for r in await engine.episodic.scope_rows("default", None)}
         assert {paris.id, berlin.id} <= rows
 
 
@@ -149,7 +149,7 @@ async def test_decay_prunes_only_the_old_and_unused_into_the_trash(open_engine):
         await engine.consolidate()
         assert (await engine.stats()).scopes[0].longterm == 2  # the bound holds already
         await engine.restore(
-            [r["id"] for r in await engine.episodic.scope_rows("default", ("trash",))]
+            [r.id for r in await engine.episodic.scope_rows("default", ("trash",))]
         )
         await engine.recall("penicillin allergy")  # used just now: it must survive
         report = await engine.consolidate()
@@ -157,7 +157,7 @@ async def test_decay_prunes_only_the_old_and_unused_into_the_trash(open_engine):
         assert kept.id not in {d.id for d in decayed}
         assert len(decayed) == 1 and decayed[0].id in {a.id, b.id}
         (row,) = await engine.episodic.get([decayed[0].id])
-        assert row["tier"] == "trash" and row["prev_tier"] == "longterm"
+        assert row.tier == "trash" and row.prev_tier == "longterm"
 
 
 def test_validity_reopens_a_fact_asserted_anew():

@@ -4,6 +4,7 @@ the LanceDB table would, through every kind of change, and stay within its bound
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -11,7 +12,8 @@ import pytest
 
 from cranimem_mcp.episodic import EpisodicStore
 from cranimem_mcp.errors import StoreError
-from cranimem_mcp.working_set import LIVE, ScopeSet, WorkingSet
+from cranimem_mcp.models import Memory
+from cranimem_mcp.working_set import LIVE, Entry, ScopeSet, WorkingSet
 
 pytestmark = pytest.mark.anyio
 
@@ -36,11 +38,14 @@ def unit(rng: np.random.Generator, dim: int = 8) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def row(memory_id: str, tier: str, text: str, turn: int = 0, scope: str = "s") -> dict:
+def row(memory_id: str, tier: str, text: str, turn: int = 0, scope: str = "s") -> Memory:
     stamp = datetime(2026, 1, 1, tzinfo=UTC)
-    return {"id": memory_id, "scope": scope, "tier": tier, "content": text,
-            "content_hash": f"h-{text}", "created_at": stamp, "observed_at": None,
-            "turn": turn}  # fmt: skip
+    return Memory(id=memory_id, scope=scope, tier=tier, content=text, content_hash=f"h-{text}",
+                  created_at=stamp, turn=turn)  # fmt: skip
+
+
+def entry(memory_id: str, tier: str, text: str, turn: int = 0, scope: str = "s") -> Entry:
+    return Entry.of(row(memory_id, tier, text, turn, scope))
 
 
 def test_scope_set_answers_like_a_scan():
@@ -50,12 +55,12 @@ def test_scope_set_answers_like_a_scan():
     for i in range(40):
         memory_id, tier = f"m{i}", ("buffer", "longterm")[i % 2]
         vector = unit(rng)
-        mirrored.put(row(memory_id, tier, f"text {i}", i), vector)
+        mirrored.put(entry(memory_id, tier, f"text {i}", i), vector)
         truth[memory_id] = (tier, vector)
     for i in range(0, 40, 3):
         mirrored.remove(f"m{i}")
         truth.pop(f"m{i}")
-    mirrored.put(row("m1", "buffer", "text 1 again", 1), unit(rng))  # replaced in place
+    mirrored.put(entry("m1", "buffer", "text 1 again", 1), unit(rng))  # replaced in place
     truth["m1"] = ("buffer", mirrored._vectors[mirrored._slot["m1"]].copy())
     query = unit(rng)
     for tiers in (("buffer",), ("longterm",), LIVE):
@@ -77,17 +82,17 @@ def test_working_set_is_bounded_and_least_recently_used_leaves_first():
     rng = np.random.default_rng(2)
     ws = WorkingSet(dim=8, max_rows=10)
     for scope in ("a", "b"):
-        ws.install(scope, [row(f"{scope}{i}", "buffer", f"{scope}{i}", scope=scope)
+        ws.install(scope, [entry(f"{scope}{i}", "buffer", f"{scope}{i}", scope=scope)
                            for i in range(4)], [unit(rng) for _ in range(4)])  # fmt: skip
     assert ws.get("a") is not None  # a is now the most recently used
-    ws.install("c", [row(f"c{i}", "buffer", f"c{i}", scope="c") for i in range(4)],
+    ws.install("c", [entry(f"c{i}", "buffer", f"c{i}", scope="c") for i in range(4)],
                [unit(rng) for _ in range(4)])  # fmt: skip
     assert ws.rows() <= 10 and ws.get("b") is None and ws.get("a") is not None
-    ws.install("big", [row(f"x{i}", "buffer", f"x{i}", scope="big") for i in range(11)],
+    ws.install("big", [entry(f"x{i}", "buffer", f"x{i}", scope="big") for i in range(11)],
                [unit(rng) for _ in range(11)])  # fmt: skip
     assert ws.get("big") is None and not ws.wanted("big")  # never mirrored: LanceDB answers
     # Growing past the bound through writes evicts the others, then the scope itself.
-    ws.apply([{**row(f"a{i}", "buffer", f"more {i}", scope="a"), "vector": unit(rng)}
+    ws.apply([replace(row(f"a{i}", "buffer", f"more {i}", scope="a"), vector=unit(rng))
               for i in range(4, 9)])  # fmt: skip
     assert ws.rows() <= 10
     # A committed row without its vector cannot be followed: the scope is dropped.
@@ -100,14 +105,12 @@ async def _mirror_matches_table(store: EpisodicStore, scope: str) -> None:
     mirrored = store._ws.get(scope)
     assert mirrored is not None
     rows = await store.scope_rows(scope, LIVE, vectors=True)
-    assert {r["id"] for r in rows} == set(mirrored._slot)
+    assert {r.id for r in rows} == set(mirrored._slot)
     for r in rows:
-        entry = mirrored.entry(r["id"])
-        assert (entry.tier, entry.content, entry.content_hash) == (
-            r["tier"], r["content"], r["content_hash"])  # fmt: skip
-        vector = np.asarray(r["vector"], dtype=np.float32)
-        assert mirrored.similarity(r["id"], vector) == pytest.approx(1.0, abs=1e-5)
-    assert await store.count(scope, ("buffer",)) == sum(r["tier"] == "buffer" for r in rows)
+        assert mirrored.entry(r.id) == Entry.of(r)
+        vector = np.asarray(r.vector, dtype=np.float32)
+        assert mirrored.similarity(r.id, vector) == pytest.approx(1.0, abs=1e-5)
+    assert await store.count(scope, ("buffer",)) == sum(r.tier == "buffer" for r in rows)
 
 
 async def test_the_mirror_follows_every_kind_of_change(open_engine):
@@ -165,20 +168,20 @@ async def test_hybrid_search_matches_lancedb_hybrid_query(tmp_path, fusion):
     rows = []
     for i in range(300):
         text = " ".join(rng.choice(words) for _ in range(6)) + f" note {i}"
-        rows.append({"id": f"m_{i:020x}", "scope": "s" if i % 3 else "other",
-                     "tier": ("buffer", "longterm", "trash")[i % 3 if i % 3 else 1],
-                     "content": text, "content_hash": f"{i:032x}", "turn": i,
-                     "vector": unit(nrng, 16).tolist(), "created_at": stamp})  # fmt: skip
+        rows.append(Memory(id=f"m_{i:020x}", scope="s" if i % 3 else "other",
+                           tier=("buffer", "longterm", "trash")[i % 3 if i % 3 else 1],
+                           content=text, content_hash=f"{i:032x}", turn=i,
+                           vector=unit(nrng, 16).tolist(), created_at=stamp))  # fmt: skip
     for store in (mirrored, plain):
         await store.add(rows)
     for q in ("Japan trip budget", "deploy Friday", "ramen", "nothing matches zzz", ""):
         qvec = unit(nrng, 16)
         want = await plain.hybrid("s", qvec, q, LIVE, 8)
         got = await mirrored.hybrid("s", qvec, q, LIVE, 8)
-        assert [r["id"] for r in got] == [r["id"] for r in want]
-        assert [round(r["similarity"], 5) for r in got] == [
-            round(r["similarity"], 5) for r in want]  # fmt: skip
-        assert [r["fused"] for r in got] == pytest.approx([r["fused"] for r in want], abs=1e-5)
+        assert [h.entry for h in got] == [h.entry for h in want]
+        assert [round(h.similarity, 5) for h in got] == [
+            round(h.similarity, 5) for h in want]  # fmt: skip
+        assert [h.fused for h in got] == pytest.approx([h.fused for h in want], abs=1e-5)
     assert mirrored._ws.get("s") is not None and plain._ws.get("s") is None
 
 
@@ -188,11 +191,11 @@ async def test_a_failed_write_drops_the_mirror(tmp_path):
     rng = np.random.default_rng(4)
     stamp = datetime(2026, 1, 1, tzinfo=UTC)
     base = {"scope": "s", "tier": "buffer", "created_at": stamp, "turn": 1}
-    await store.add([{**base, "id": "m_" + "0" * 20, "content": "one", "content_hash": "a" * 32,
-                      "vector": unit(rng).tolist()}])  # fmt: skip
+    await store.add([Memory(**base, id="m_" + "0" * 20, content="one", content_hash="a" * 32,
+                            vector=unit(rng).tolist())])  # fmt: skip
     assert await store.count("s", ("buffer",)) == 1 and store._ws.get("s") is not None
     with pytest.raises(StoreError):  # a vector of the wrong width: the commit fails
-        await store.add([{**base, "id": "m_" + "1" * 20, "content": "two",
-                          "content_hash": "b" * 32, "vector": [0.0] * 3}])  # fmt: skip
+        await store.add([Memory(**base, id="m_" + "1" * 20, content="two",
+                                content_hash="b" * 32, vector=[0.0] * 3)])  # fmt: skip
     assert store._ws.get("s") is None
     assert await store.count("s", ("buffer",)) == 1

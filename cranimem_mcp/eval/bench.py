@@ -29,6 +29,7 @@ import numpy as np
 from ..config import Settings
 from ..embeddings import Embedder, local_embedder
 from ..engine import MemoryEngine, content_hash, new_id
+from ..models import Memory
 from . import metrics
 
 SCOPE = "bench"
@@ -207,18 +208,15 @@ async def _fill_vectors(embedder: Embedder, texts: list[str], pool: np.ndarray |
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def _row(text: str, vector: np.ndarray, scope: str, tier: str, turn: int) -> dict[str, Any]:
+def _row(text: str, vector: np.ndarray, scope: str, tier: str, turn: int) -> Memory:
     stamp = datetime.now(UTC)
-    return {
-        "id": new_id(), "scope": scope, "tier": tier, "content": text,
-        "content_hash": content_hash(text), "vector": vector.tolist(), "created_at": stamp,
-        "observed_at": stamp, "turn": turn, "entities": [], "importance": 0.5,
-        "surprise": 0.5, "emotion": 0.1, "base_utility": 0.37, "relevance": 0.3,
-        "goal": None, "source": "bench", "tags": [], "access_count": 0, "last_access": None,
-        "frequency": 1, "tagged_by": "heuristic", "gate_reason": "bench fill",
-        "replay_score": None, "decision_reason": None, "prev_tier": None,
-        "tier_changed_at": stamp,
-    }  # fmt: skip
+    return Memory(
+        id=new_id(), scope=scope, tier=tier, content=text, content_hash=content_hash(text),
+        vector=vector.tolist(), created_at=stamp, observed_at=stamp, turn=turn, entities=[],
+        importance=0.5, surprise=0.5, emotion=0.1, base_utility=0.37, relevance=0.3,
+        source="bench", tags=[], access_count=0, frequency=1, tagged_by="heuristic",
+        gate_reason="bench fill", tier_changed_at=stamp, pinned=None,
+    )  # fmt: skip
 
 
 def _peak_rss_mb() -> float:

@@ -110,7 +110,7 @@ class CraniMemSystem:
         result = await self._engine.recall(query, scope, k, max_chars, self._paths)
         done = time.perf_counter()
         rows = await self._engine.episodic.get(ids) if ids else []
-        tiers = {r["id"]: r["tier"] for r in rows}
+        tiers = {r.id: r.tier for r in rows}
         stored = await self._engine.episodic.count(scope, ("buffer", "longterm"))
         return Exam(
             result=result,
