@@ -116,6 +116,7 @@ def test_a_pipeline_file_that_differs_from_the_pinned_one_is_refused(tmp_path):
     assert syntax.load(syntax.model_dir()) is not None  # the installed one passes
 
 
+@pytest.mark.slow
 def test_importing_the_engine_loads_no_parser():
     code = textwrap.dedent(
         """

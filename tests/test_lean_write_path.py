@@ -98,6 +98,7 @@ async def test_the_supersession_index_answers_as_the_full_scan(open_engine, tmp_
             assert rows[triple] == state, triple
 
 
+@pytest.mark.slow
 def test_lancedb_loads_without_its_rest_client_until_it_is_asked_for():
     code = (
         "import sys\n"

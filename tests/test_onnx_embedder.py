@@ -12,9 +12,8 @@ import textwrap
 import anyio
 import numpy as np
 import pytest
-from conftest import make_settings, server_env
+from conftest import make_settings, server_env, stdio_params
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from cranimem_mcp.embeddings import (
     MINILM_ID,
@@ -84,6 +83,7 @@ def test_a_corrupted_model_file_is_a_config_error_naming_it(tmp_path):
     assert not embedder.loaded
 
 
+@pytest.mark.slow
 def test_importing_and_constructing_loads_nothing():
     code = textwrap.dedent(
         """
@@ -164,9 +164,7 @@ async def test_serve_warms_the_embedder_at_start_and_initialize_never_waits_for_
     home = tmp_path / "data"
     env = server_env(home, PYTHONPATH=str(shim), ORT_SHIM_STARTED=str(started),
                      ORT_SHIM_RELEASE=str(release), CRANIMEM_MODELS__EMBEDDER="local")  # fmt: skip
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "cranimem_mcp.cli", "serve"], env=env
-    )
+    params = stdio_params(None, env=env)
     with anyio.fail_after(120):
         async with Client(params, cache=None) as client:
             # initialize was answered while the model's load cannot finish

@@ -12,9 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlsplit
@@ -23,7 +20,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from conftest import free_port, server_env
+from conftest import CLI, answering, free_port, server_env
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -90,29 +87,12 @@ def inspector(tmp_path_factory):
         CRANIMEM_MODELS__EXTRACTOR="heuristic",
         CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0",
     )
-    cmd = [sys.executable, "-m", "cranimem_mcp.cli", "ui", "--port", str(port),
-           "--data-dir", str(home)]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cmd = [*CLI, "ui", "--port", str(port), "--data-dir", str(home)]
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180  # imports are slow on a busy 2-core machine
-    while True:
-        try:
-            httpx.get(base + "/ui", timeout=1)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(proc.communicate()[1].decode()) from None
-            time.sleep(0.2)
-    printed = proc.stdout.readline().decode()
-    ids = anyio.run(_seed, base)
-    yield SimpleNamespace(base=base, printed=printed, ids=ids)
-    proc.terminate()
-    try:
-        proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:  # a loaded machine: do not leave it running
-        proc.kill()
-        proc.communicate()
+    with answering(cmd, env=env, probe=base + "/ui") as served:
+        printed = served.first_line()
+        ids = anyio.run(_seed, base)
+        yield SimpleNamespace(base=base, printed=printed, ids=ids)
 
 
 # --- over plain HTTP -------------------------------------------------------------------------
