@@ -21,6 +21,7 @@ from cranimem_mcp.eval.report import markdown_table, plot_results
 DATA = Path(__file__).parent / "data" / "hotpotqa_mini.json"
 
 
+@pytest.mark.slow  # over ~5 s
 @pytest.mark.anyio
 async def test_three_questions_through_both_systems(tmp_path: Path, minilm: OnnxEmbedder) -> None:
     # A lighter schedule than the default keeps the test short: 2 injections of 2 distractors.

@@ -28,6 +28,7 @@ def predictions(items):
     return [sorted(facts(i["text"])) for i in items]
 
 
+@pytest.mark.slow  # over ~5 s
 def test_the_held_out_part_meets_the_targets():
     items = load(DATA / "extraction_test.json")
     assert len(items) >= 100

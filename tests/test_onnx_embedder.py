@@ -59,6 +59,7 @@ async def test_vectors_carry_meaning(minilm):
     assert home @ same > home @ other + 0.3
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_vectors_match_the_torch_model(minilm):
     torch_minilm = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)
     ours, theirs = await minilm.embed(SENTENCES[:5]), await torch_minilm.embed(SENTENCES[:5])
