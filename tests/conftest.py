@@ -1,5 +1,7 @@
 """Shared fixtures: real LanceDB and rdflib stores in temporary directories, and the real
-MiniLM embedder (loaded once per session) wherever behaviour depends on meaning."""
+MiniLM embedder (loaded once per session) wherever behaviour depends on meaning; a real MCP
+client on an in-process server (``connected``); server subprocesses (``server_process``,
+``http_server``, built on servers.py); and the ``slow`` marker's guard (see the end)."""
 
 from __future__ import annotations
 
@@ -123,12 +125,17 @@ def http_server(tmp_path: Path, server_process: Callable[..., Served]) -> Iterat
 
 _launched: list[str] = []
 _watching = False  # True during the setup and call of a test not marked slow
+# What libraries run on their own to find a shared library (ctypes.util.find_library runs
+# `ldconfig -p`, then gcc or ld) or the platform: not a test's subprocess.
+_PROBES = {"ldconfig", "gcc", "cc", "ld", "objdump", "uname", "file"}
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if _watching and event == "subprocess.Popen":
-        executable, argv = args[0], args[1]
-        _launched.append(" ".join(map(str, argv)) if argv else str(executable))
+        executable, argv = args[0], list(args[1] or [])
+        program = os.path.basename(str(argv[0] if argv else executable))
+        if program not in _PROBES:
+            _launched.append(" ".join(map(str, argv)) if argv else str(executable))
 
 
 sys.addaudithook(_audit)

@@ -73,6 +73,7 @@ async def test_any_content_is_stored_verbatim_or_refused_cleanly(open_engine, tm
         assert all(line.startswith("[") for line in body)
 
 
+@pytest.mark.slow  # over ~5 s
 @SETTINGS
 @given(scope=st.text(max_size=80))
 async def test_any_scope_is_validated(open_engine, tmp_path, scope):

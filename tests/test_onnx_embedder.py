@@ -118,6 +118,7 @@ def test_other_models_need_the_sentence_transformers_extra(monkeypatch):
         other.dim  # noqa: B018 - an unknown model's dimension needs the model
 
 
+@pytest.mark.slow  # over ~5 s: loads torch
 async def test_a_store_filled_by_the_torch_embedder_opens_and_recalls_with_onnx(tmp_path, minilm):
     settings = make_settings(tmp_path / "data")
     torch_minilm = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)

@@ -48,6 +48,7 @@ class Fake:
         self.serving.close()
 
 
+@pytest.mark.slow  # 15 s for the three faults
 @pytest.mark.parametrize("fault", ["down", "slow", "garbage"])
 async def test_writes_are_acknowledged_in_time_and_retagged_after_recovery(
     fault, tmp_path, minilm, caplog
