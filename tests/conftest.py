@@ -1,23 +1,35 @@
 """Shared fixtures: real LanceDB and rdflib stores in temporary directories, and the real
-MiniLM embedder (loaded once per session) wherever behaviour depends on meaning."""
+MiniLM embedder (loaded once per session) wherever behaviour depends on meaning; a real MCP
+client on an in-process server (``connected``); server subprocesses (``server_process``,
+``http_server``, built on servers.py); and the ``slow`` marker's guard (see the end)."""
 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
+
+# The server helpers live in servers.py (the fake servers use them outside pytest too);
+# tests import them from here.
+from servers import (  # noqa: E402, F401
+    CLI,
+    Served,
+    answering,
+    free_port,
+    http_server_cmd,
+    serve_cmd,
+    server_env,
+    stdio_params,
+    uvicorn_thread,
+)
 
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
 from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
@@ -78,51 +90,91 @@ async def connected(open_engine: Callable[..., Any], **sections: dict[str, Any])
             yield client, engine
 
 
-def server_env(home: Path, **extra: str) -> dict[str, str]:
-    """The environment of a server subprocess: ours without CRANIMEM_* settings, offline."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}
-    env.update(CRANIMEM_HOME=str(home), HF_HUB_OFFLINE="1", LANCE_LOG="error", **extra)
-    return env
-
-
-def http_server_cmd(home: Path, port: int, *extra: str) -> list[str]:
-    """argv of `cranimem-mcp serve --transport http` on a loopback port, as a subprocess."""
-    return [sys.executable, "-m", "cranimem_mcp.cli", "serve", *extra, "--transport", "http",
-            "--port", str(port), "--data-dir", str(home)]  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 TOKEN = "test-token-" + "x" * 24  # the bearer token of the `http_server` fixture
 
 
 @pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
+def server_process() -> Iterator[Callable[..., Served]]:
+    """``server_process(argv, env=..., probe=url)``: a subprocess handed over once an HTTP GET
+    of ``probe`` answers (:func:`servers.answering`), stopped at teardown. A test using it
+    starts a subprocess, so it is marked ``slow``."""
+    with ExitStack() as stack:
+        yield lambda *args, **kwargs: stack.enter_context(answering(*args, **kwargs))
+
+
+@pytest.fixture
+def http_server(tmp_path: Path, server_process: Callable[..., Served]) -> Iterator[str]:
     """`cranimem-mcp serve --transport http` in a subprocess on ``tmp_path / "data"``, with
     bearer token :data:`TOKEN`; yields its /mcp URL once it answers. Checks at the end that
     nothing but protocol (here: nothing) went to stdout."""
-    port = free_port()
-    proc = subprocess.Popen(
-        http_server_cmd(tmp_path / "data", port),
-        env=server_env(tmp_path / "data", CRANIMEM_TOKEN=TOKEN),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    home, port = tmp_path / "data", free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None:
-                raise AssertionError(proc.stderr.read().decode()) from None
-            time.sleep(0.2)
+    served = server_process(
+        http_server_cmd(home, port), env=server_env(home, CRANIMEM_TOKEN=TOKEN), probe=url
+    )
     yield url
-    proc.terminate()
-    out, _err = proc.communicate(timeout=30)
+    out, _err = served.stop()
     assert out == b""
+
+
+# --- slow tests ------------------------------------------------------------------------------
+# `scripts/test --quick` runs `-m "not slow"`. A test that starts a subprocess is slow (a
+# Python server process alone spends seconds importing on a busy machine), and so is a test
+# against a real model. The audit hook below fails an unmarked test that starts a subprocess,
+# so the quick run cannot quietly grow one.
+
+_launched: list[str] = []
+_watching = False  # True during the setup and call of a test not marked slow
+# What libraries run on their own to find a shared library (ctypes.util.find_library runs
+# `ldconfig -p`, then gcc or ld) or the platform: not a test's subprocess.
+_PROBES = {"ldconfig", "gcc", "cc", "ld", "objdump", "uname", "file"}
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _watching and event == "subprocess.Popen":
+        executable, argv = args[0], list(args[1] or [])
+        program = os.path.basename(str(argv[0] if argv else executable))
+        if program not in _PROBES:
+            _launched.append(" ".join(map(str, argv)) if argv else str(executable))
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:  # before -m deselects: a real model's tests are slow
+        if item.get_closest_marker("llm"):
+            item.add_marker(pytest.mark.slow)
+
+
+@contextmanager
+def _no_subprocess_unless_slow(item: pytest.Item) -> Iterator[None]:
+    global _watching
+    if item.get_closest_marker("slow"):
+        yield
+        return
+    _launched.clear()
+    _watching = True
+    try:
+        yield
+    finally:
+        _watching = False
+    if _launched:
+        pytest.fail(
+            f"{item.nodeid} starts a subprocess ({_launched[0][:200]}): mark it "
+            "@pytest.mark.slow, or `scripts/test --quick` is not quick",
+            pytrace=False,
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    with _no_subprocess_unless_slow(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    with _no_subprocess_unless_slow(item):
+        return (yield)

@@ -22,16 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import uvicorn
+from servers import free_port, uvicorn_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -250,36 +248,18 @@ def respond(body: dict[str, Any]) -> str:
 # --- running it -----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def refused_host() -> str:
     """A loopback address where nothing listens: connecting is refused at once."""
     return f"http://127.0.0.1:{free_port()}"
 
 
 @contextmanager
-def running(fake: FakeOllama | None = None) -> Iterator[FakeOllama]:
+def running(fake: FakeOllama | None = None, port: int | None = None) -> Iterator[FakeOllama]:
+    """Serve ``fake`` (a new one by default) on a loopback port; sets and yields it."""
     fake = fake or FakeOllama()
-    port = free_port()
-    config = uvicorn.Config(
-        fake.app(), host="127.0.0.1", port=port, log_level="error", lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="fake-ollama", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the fake Ollama did not start")
-        time.sleep(0.01)
-    fake.host = f"http://127.0.0.1:{port}"
-    try:
-        yield fake
-    finally:
-        fake.release.set()
-        server.should_exit = True
-        thread.join(10)
+    with uvicorn_thread(fake.app(), port, name="fake-ollama", join=10) as host:
+        fake.host = host
+        try:
+            yield fake
+        finally:
+            fake.release.set()  # a "slow" reply still waiting lets the server stop

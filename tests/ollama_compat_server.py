@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 import uvicorn
+from servers import uvicorn_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -152,28 +153,8 @@ class CompatServer:
 @contextmanager
 def serving(compat: CompatServer, port: int = 0) -> Iterator[str]:
     """Serve ``compat`` on a loopback port in a thread; yields its host URL."""
-    import socket
-
-    if port == 0:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-    config = uvicorn.Config(
-        compat.app(), host="127.0.0.1", port=port, log_level="error", lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="ollama-compat", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the Ollama-compatible server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with uvicorn_thread(compat.app(), port or None, name="ollama-compat") as host:
+        yield host
 
 
 def main() -> None:

@@ -8,20 +8,18 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import free_port, server_env
+from conftest import CLI, answering, free_port, server_env
 
 from cranimem_mcp.cli import main
 from cranimem_mcp.cli_parser import build_parser
 from cranimem_mcp.cli_text import stats_text
 from cranimem_mcp.models import ConsolidationReport, ScopeStats, Stats
 
-CLI = [sys.executable, "-m", "cranimem_mcp.cli"]
 DEFAULT_OLLAMA = ("127.0.0.1", 11434)
 
 
@@ -49,6 +47,7 @@ def _nothing_listens(address: tuple[str, int]) -> bool:
         return s.connect_ex(address) != 0
 
 
+@pytest.mark.slow
 def test_rejected_write_says_so_and_stderr_says_nothing_of_ollama(tmp_path: Path) -> None:
     if not _nothing_listens(DEFAULT_OLLAMA):
         pytest.skip("something answers on Ollama's default port: not a machine without Ollama")
@@ -114,6 +113,7 @@ def test_stats_text_is_aligned_key_value_lines() -> None:
     assert "{" not in text
 
 
+@pytest.mark.slow
 def test_ui_prints_its_address_once_the_inspector_answers(tmp_path: Path) -> None:
     token = "t" * 24
     port = free_port()
@@ -121,12 +121,10 @@ def test_ui_prints_its_address_once_the_inspector_answers(tmp_path: Path) -> Non
         tmp_path / "home", CRANIMEM_TOKEN=token, CRANIMEM_MODELS__EMBEDDER="local",
         CRANIMEM_MODELS__TAGGER="heuristic", CRANIMEM_MODELS__EXTRACTOR="heuristic",
     )  # fmt: skip
-    proc = subprocess.Popen([*CLI, "ui", "--port", str(port)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        printed = proc.stdout.readline()  # blocks until the address is printed
+    with answering([*CLI, "ui", "--port", str(port)], env=env) as served:
+        printed = served.first_line()  # waits until the address is printed
         url = f"http://127.0.0.1:{port}/ui?token={token}"
-        assert printed.strip() == f"cranimem inspector: {url}", proc.stderr.read()
+        assert printed == f"cranimem inspector: {url}", served.output()[1].decode()
         # At once, no retry, as a browser would open it (token -> cookie -> the overview):
         # the printed address answers, and with the engine open (not a 503).
         with httpx.Client(follow_redirects=True, timeout=30) as browser:
@@ -138,10 +136,3 @@ def test_ui_prints_its_address_once_the_inspector_answers(tmp_path: Path) -> Non
         other = _run("ui", "--port", str(port), env={**env, "CRANIMEM_HOME": str(tmp_path / "b")})
         assert other.returncode == 2 and other.stdout == ""
         assert f"cannot listen on 127.0.0.1:{port}" in other.stderr
-    finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:  # a loaded machine: do not leave it running
-            proc.kill()
-            proc.communicate()

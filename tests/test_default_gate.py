@@ -43,6 +43,7 @@ def _table(items, right: list[bool]) -> str:
     return "\n".join(f"{c}: {sum(v)}/{len(v)} right" for c, v in sorted(by_category.items()))
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_default_gate_keeps_durable_writes_and_drops_noise_on_the_held_out_part(
     open_engine,
 ):

@@ -10,6 +10,7 @@ from cranimem_mcp.config import load_settings
 from cranimem_mcp.demo import run_demo
 
 
+@pytest.mark.slow  # over ~5 s
 @pytest.mark.anyio
 async def test_demo_shows_a_prune_and_the_restored_memory_coming_back(tmp_path: Path) -> None:
     lines: list[str] = []

@@ -38,6 +38,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 async def test_acknowledged_writes_survive_kill_9(open_engine, tmp_path):
     home = tmp_path / "data"
     acked: list[str] = []

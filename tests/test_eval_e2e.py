@@ -21,6 +21,7 @@ from cranimem_mcp.eval.report import markdown_table, plot_results
 DATA = Path(__file__).parent / "data" / "hotpotqa_mini.json"
 
 
+@pytest.mark.slow  # over ~5 s
 @pytest.mark.anyio
 async def test_three_questions_through_both_systems(tmp_path: Path, minilm: OnnxEmbedder) -> None:
     # A lighter schedule than the default keeps the test short: 2 injections of 2 distractors.
@@ -68,6 +69,7 @@ async def test_three_questions_through_both_systems(tmp_path: Path, minilm: Onnx
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_bench_runs_end_to_end_through_the_cli(tmp_path: Path) -> None:
     """`cranimem-mcp bench` on a tiny size with the constant embedder: every timed write is
     stored (the write path worth timing), recall finds memories, the document is complete."""

@@ -29,6 +29,7 @@ def test_first_mentioned_reads_the_context_top_down():
     assert first_mentioned("Oslofjord trip", ["Oslo"]) is None  # whole words only
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_time_aware_memory_beats_vanilla_on_changed_facts(minilm, tmp_path):
     from cranimem_mcp.config import load_settings
 
@@ -41,6 +42,7 @@ async def test_time_aware_memory_beats_vanilla_on_changed_facts(minilm, tmp_path
     assert ours["as_of_accuracy"] > vanilla["as_of_accuracy"]
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_changed_facts_are_found_in_other_phrasings(minilm, tmp_path):
     """The paraphrased variant: moves, jobs and preference changes in 17 other phrasings
     ("I relocated to X", "X hired me", "my preferred drink is X"), which the parse extractor

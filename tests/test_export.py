@@ -49,6 +49,7 @@ def summary(result) -> tuple:
     )
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_export_then_import_gives_the_same_recall(open_engine, tmp_path):
     out = tmp_path / "export"
     async with open_engine(

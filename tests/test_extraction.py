@@ -31,6 +31,7 @@ def predictions(items):
     return [sorted(facts(i["text"])) for i in items]
 
 
+@pytest.mark.slow  # over ~5 s
 def test_the_held_out_part_meets_the_targets():
     items = load(DATA / "extraction_test.json")
     assert len(items) >= 100
@@ -119,6 +120,7 @@ def test_a_pipeline_file_that_differs_from_the_pinned_one_is_refused(tmp_path):
     assert syntax.load(syntax.model_dir()) is not None  # the installed one passes
 
 
+@pytest.mark.slow
 def test_importing_the_engine_loads_no_parser():
     code = textwrap.dedent(
         """

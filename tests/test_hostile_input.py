@@ -52,6 +52,7 @@ async def snapshot(engine) -> list:
     return sorted((r.id, r.tier, r.content, r.frequency) for r in rows)
 
 
+@pytest.mark.slow  # over ~5 s
 @SETTINGS
 @given(content=text_strategy)
 async def test_any_content_is_stored_verbatim_or_refused_cleanly(open_engine, tmp_path, content):
@@ -72,6 +73,7 @@ async def test_any_content_is_stored_verbatim_or_refused_cleanly(open_engine, tm
         assert all(line.startswith("[") for line in body)
 
 
+@pytest.mark.slow  # over ~5 s
 @SETTINGS
 @given(scope=st.text(max_size=80))
 async def test_any_scope_is_validated(open_engine, tmp_path, scope):
@@ -88,6 +90,7 @@ async def test_any_scope_is_validated(open_engine, tmp_path, scope):
             assert await snapshot(engine) == []
 
 
+@pytest.mark.slow  # over ~5 s
 @SETTINGS
 @given(entity=text_strategy, ids=st.lists(st.text(max_size=40), max_size=3))
 async def test_forget_with_hostile_entities_and_ids_changes_nothing_it_should_not(

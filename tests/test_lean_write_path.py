@@ -73,6 +73,7 @@ async def test_maintenance_waits_until_enough_has_changed(tmp_path):
     assert not store.maintenance_due()  # counted again from zero
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_the_supersession_index_answers_as_the_full_scan(open_engine, tmp_path):
     home = tmp_path / "data"
     async with open_engine(home=home, gating={"tau_noise": -1.0, "default_gate": False}) as e:
@@ -97,6 +98,7 @@ async def test_the_supersession_index_answers_as_the_full_scan(open_engine, tmp_
             assert rows[triple] == state, triple
 
 
+@pytest.mark.slow
 def test_lancedb_loads_without_its_rest_client_until_it_is_asked_for():
     code = (
         "import sys\n"

@@ -66,6 +66,7 @@ PROMOTE_ALL = {"tau_consolidation": 0.0}
 # --- the engine: nothing lost, redone later -------------------------------------------------
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_remember_is_acknowledged_with_fallback_tags_when_the_model_is_too_slow(
     fake, tmp_path, minilm
 ):

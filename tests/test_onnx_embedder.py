@@ -12,9 +12,8 @@ import textwrap
 import anyio
 import numpy as np
 import pytest
-from conftest import make_settings, server_env
+from conftest import make_settings, server_env, stdio_params
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from cranimem_mcp.embeddings import (
     MINILM_ID,
@@ -60,6 +59,7 @@ async def test_vectors_carry_meaning(minilm):
     assert home @ same > home @ other + 0.3
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_vectors_match_the_torch_model(minilm):
     torch_minilm = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)
     ours, theirs = await minilm.embed(SENTENCES[:5]), await torch_minilm.embed(SENTENCES[:5])
@@ -84,6 +84,7 @@ def test_a_corrupted_model_file_is_a_config_error_naming_it(tmp_path):
     assert not embedder.loaded
 
 
+@pytest.mark.slow
 def test_importing_and_constructing_loads_nothing():
     code = textwrap.dedent(
         """
@@ -117,6 +118,7 @@ def test_other_models_need_the_sentence_transformers_extra(monkeypatch):
         other.dim  # noqa: B018 - an unknown model's dimension needs the model
 
 
+@pytest.mark.slow  # over ~5 s: loads torch
 async def test_a_store_filled_by_the_torch_embedder_opens_and_recalls_with_onnx(tmp_path, minilm):
     settings = make_settings(tmp_path / "data")
     torch_minilm = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)
@@ -164,9 +166,7 @@ async def test_serve_warms_the_embedder_at_start_and_initialize_never_waits_for_
     home = tmp_path / "data"
     env = server_env(home, PYTHONPATH=str(shim), ORT_SHIM_STARTED=str(started),
                      ORT_SHIM_RELEASE=str(release), CRANIMEM_MODELS__EMBEDDER="local")  # fmt: skip
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "cranimem_mcp.cli", "serve"], env=env
-    )
+    params = stdio_params(None, env=env)
     with anyio.fail_after(120):
         async with Client(params, cache=None) as client:
             # initialize was answered while the model's load cannot finish

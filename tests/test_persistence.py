@@ -11,6 +11,7 @@ from cranimem_mcp.errors import ConfigError
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_everything_survives_closing_and_reopening(open_engine, tmp_path):
     home = tmp_path / "data"
     async with open_engine(home=home, gating={"tau_noise": -1.0, "default_gate": False}) as engine:

@@ -5,16 +5,14 @@ server; and the progress notifications of ``consolidate``, on every revision."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
 import pytest
-from conftest import TOKEN, server_env
+from conftest import TOKEN, stdio_params
 from mcp import Client, ClientSession
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import (
     ClientCapabilities,
@@ -146,6 +144,7 @@ def assert_progress(heard: Heard, scope: str, replayed: int) -> None:
     assert messages[-1].startswith(f"done: replayed {replayed}, ")
 
 
+@pytest.mark.slow
 async def test_a_2026_client_over_http_finds_the_revision_and_runs_every_tool(http_server):
     seen = Seen()
     async with on_2026(http_server, seen) as client:
@@ -159,6 +158,7 @@ async def test_a_2026_client_over_http_finds_the_revision_and_runs_every_tool(ht
     assert seen.versions == {MODERN}
 
 
+@pytest.mark.slow
 async def test_the_2025_revisions_are_served_side_by_side_with_2026(http_server):
     """One server, one client of each revision, each in its own scope; then each reads what
     the others wrote (the revision changes the wire, not the memory)."""
@@ -178,13 +178,10 @@ async def test_the_2025_revisions_are_served_side_by_side_with_2026(http_server)
                 assert "shellfish" in hits["context"], scope
 
 
+@pytest.mark.slow
 async def test_a_2026_client_over_stdio_runs_every_tool(tmp_path):
     home = tmp_path / "data"
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(home)],
-        env=server_env(home),
-    )
+    params = stdio_params(home)
     async with Client(params, cache=None, mode="auto") as client:
         assert client.protocol_version == MODERN
         assert client.session.discover_result is not None
@@ -195,6 +192,7 @@ async def test_a_2026_client_over_stdio_runs_every_tool(tmp_path):
         assert "shellfish" in hits["context"]
 
 
+@pytest.mark.slow
 async def test_on_2026_roots_are_asked_inside_the_call_over_http(http_server):
     """No server-to-client request exists on 2026-07-28: the call asks for roots in its
     result, the client answers by retrying it, and the write lands in the root's scope."""
@@ -225,6 +223,7 @@ async def test_a_dry_run_over_every_scope_reports_each_scope_then_done(open_engi
     ]
 
 
+@pytest.mark.slow
 async def test_a_bridged_server_reports_one_step_when_the_owner_answers(tmp_path):
     """The second server on a data directory bridges to the first: the owner's steps do not
     cross the bridge, so its client hears one notification, the total, with the report."""

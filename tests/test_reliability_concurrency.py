@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -19,12 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-import httpx
 import httpx2
 import pytest
-from conftest import free_port, http_server_cmd, make_settings, server_env
+from conftest import free_port, http_server_cmd, make_settings, server_env, stdio_params
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from cranimem_mcp.engine import MemoryEngine
@@ -138,36 +135,15 @@ async def verify(home: Path, ledger: Ledger, minilm, final_stats: dict) -> None:
 
 
 @pytest.fixture
-def http_server(tmp_path):
+def http_server(tmp_path, server_process):
     """(url, home, stop): stop() ends the server and returns its stderr."""
     port = free_port()
     home = tmp_path / "http"
-    proc = subprocess.Popen(
-        http_server_cmd(home, port),
-        env=server_env(home, CRANIMEM_TOKEN=TOKEN, **ENV),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-    def stop() -> str:
-        if proc.poll() is None:
-            proc.terminate()
-        return proc.communicate(timeout=60)[1].decode()
-
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None:
-                raise AssertionError(stop()) from None
-            time.sleep(0.2)
-    try:
-        yield url, home, stop
-    finally:
-        stop()
+    served = server_process(
+        http_server_cmd(home, port), env=server_env(home, CRANIMEM_TOKEN=TOKEN, **ENV), probe=url
+    )
+    return url, home, lambda: served.stop()[1].decode()
 
 
 async def final_stats(client: Client) -> dict:
@@ -177,6 +153,7 @@ async def final_stats(client: Client) -> dict:
     return json.loads((await client.read_resource("cranimem://stats")).contents[0].text)
 
 
+@pytest.mark.slow
 async def test_four_http_clients_lose_and_duplicate_nothing(http_server, minilm):
     url, home, stop = http_server
     per_client = 100 if FULL else 20
@@ -206,14 +183,11 @@ async def test_four_http_clients_lose_and_duplicate_nothing(http_server, minilm)
     await verify(home, ledger, minilm, final)
 
 
+@pytest.mark.slow
 async def test_parallel_calls_in_one_stdio_session_lose_and_duplicate_nothing(tmp_path, minilm):
     home = tmp_path / "stdio"
     n_ops = 120 if FULL else 36
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(home)],
-        env=server_env(home, **ENV),
-    )
+    params = stdio_params(home, env=server_env(home, **ENV))
     ledger = Ledger()
     started = time.monotonic()
     with anyio.fail_after(1800 if FULL else 600):

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FULL = os.environ.get("CRANIMEM_FULL") == "1"
 
 
+@pytest.mark.slow
 def test_sigkill_during_remember_and_consolidation_loses_nothing(tmp_path):
     kills = 25 if FULL else 4
     proc = subprocess.run(

@@ -11,15 +11,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 import time
 import uuid
+from contextlib import ExitStack
 
 import anyio
 import pytest
-import uvicorn
 from conftest import make_settings
-from fake_ollama import CHAT_MODEL, FakeOllama, free_port
+from fake_ollama import CHAT_MODEL, FakeOllama, free_port, running
 
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.ollama import OllamaBackend, OllamaExtractor, OllamaTagger, prompts_dir
@@ -40,29 +39,16 @@ class Fake:
         self.port = free_port()
         self.host = f"http://127.0.0.1:{self.port}"
         self.fake = FakeOllama()
-        self.server: uvicorn.Server | None = None
-        self.thread: threading.Thread | None = None
+        self.serving = ExitStack()
 
     def start(self) -> None:
-        config = uvicorn.Config(
-            self.fake.app(), host="127.0.0.1", port=self.port, log_level="error", lifespan="off"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline and self.thread.is_alive()
-            time.sleep(0.01)
+        self.serving.enter_context(running(self.fake, self.port))
 
     def stop(self) -> None:
-        self.fake.release.set()
-        if self.server is not None:
-            self.server.should_exit = True
-            assert self.thread is not None
-            self.thread.join(10)
+        self.serving.close()
 
 
+@pytest.mark.slow  # 15 s for the three faults
 @pytest.mark.parametrize("fault", ["down", "slow", "garbage"])
 async def test_writes_are_acknowledged_in_time_and_retagged_after_recovery(
     fault, tmp_path, minilm, caplog

@@ -172,6 +172,7 @@ async def test_lone_surrogates_are_refused_by_the_engine(open_engine):
         assert await snapshot(engine) == before
 
 
+@pytest.mark.slow
 def test_invalid_utf8_on_the_command_line_is_a_clear_error(tmp_path):
     home = tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRANIMEM_")}

@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -31,11 +29,13 @@ TOKEN = "security-token-" + "q" * 24
 LABEL = re.compile(r"^\[(recent|memory) m_[0-9a-f]{20} -?\d+\.\d\d\] |^\[fact -?\d+\.\d\d ")
 
 
-async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path):
+@pytest.mark.slow
+async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path, server_process):
     canary = "Qzv" + uuid.uuid4().hex[:14]
     home = tmp_path / "data"
     port = free_port()
-    proc = subprocess.Popen(
+    url = f"http://127.0.0.1:{port}/mcp"
+    served = server_process(
         http_server_cmd(home, port, "-vv"),
         env=server_env(
             home,
@@ -46,19 +46,9 @@ async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path):
             CRANIMEM_MODELS__TAGGER="heuristic",
             CRANIMEM_MODELS__EXTRACTOR="heuristic",
         ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        probe=url,
     )
-    url = f"http://127.0.0.1:{port}/mcp"
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read().decode()
-                time.sleep(0.2)
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
         async with httpx.AsyncClient() as http:
             assert (await http.post(url, json=body)).status_code == 401
@@ -91,8 +81,7 @@ async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path):
                 assert canary not in str(after.structured_content)
                 assert kept.structured_content["status"] == "stored"
     finally:
-        proc.terminate()
-        out, err = proc.communicate(timeout=60)
+        out, err = served.stop()
     log = err.decode("utf-8", "replace")
     assert "DEBUG" in log or "INFO" in log, "the server should have logged at -vv"
     assert canary not in log

@@ -6,14 +6,12 @@ still has its call served, in the configured scope, within the bound."""
 from __future__ import annotations
 
 import logging
-import sys
 from contextlib import asynccontextmanager
 
 import anyio
 import pytest
-from conftest import server_env
+from conftest import stdio_params
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ErrorData, ListRootsResult, Root
 
@@ -130,14 +128,11 @@ async def test_a_client_whose_roots_fail_is_served_in_the_default_scope(open_eng
         roots.never.set()
 
 
+@pytest.mark.slow
 async def test_over_stdio_a_silent_client_is_served_in_the_default_scope_and_asked_once(tmp_path):
     """The symptom as a real stdio client met it: a call hung until the client's timeout."""
     home = tmp_path / "data"
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(home)],
-        env=server_env(home),
-    )
+    params = stdio_params(home)
     roots = Roots(hang=True)
     async with Client(params, cache=None, mode="legacy", list_roots_callback=roots) as client:
         # Warm up with an explicit scope (no roots asked): the engine's open is not timed.

@@ -39,6 +39,7 @@ def _files_holding(home: Path, values: list[str]) -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_no_canary_reaches_disk_logs_trash_or_recall(open_engine, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     home = tmp_path / "data"

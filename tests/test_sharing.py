@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import CLI, stdio_params
 from conftest import server_env as base_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -36,11 +37,7 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def serve_params(home: Path, **extra: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(home)],
-        env=server_env(home, **extra),
-    )
+    return stdio_params(home, env=server_env(home, **extra))
 
 
 async def integrity_problems(open_engine, home: Path) -> tuple[list[str], set[str]]:
@@ -191,7 +188,7 @@ async def test_initialize_does_not_wait_for_the_stores(tmp_path):
 async def test_one_shot_commands_go_through_the_owner(tmp_path):
     home = tmp_path / "data"
     env = server_env(home)
-    cli = [sys.executable, "-m", "cranimem_mcp.cli"]
+    cli = CLI
     async with Client(serve_params(home), cache=None) as owner:
         await remember(owner, "The owner knows that Bob plays the cello.")
         done = await anyio.to_thread.run_sync(lambda: subprocess.run(

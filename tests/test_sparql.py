@@ -4,11 +4,7 @@ GraphStore's domain logic is the same over rdflib's SPARQLUpdateStore as in memo
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,12 +14,13 @@ import pytest
 import test_forget
 import test_pipeline
 import test_temporal
-from conftest import make_settings
+from conftest import answering, free_port, make_settings
 
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.sparql import SparqlDataset
 
-pytestmark = pytest.mark.anyio
+# Every test here talks to an `oxigraph serve` subprocess.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).parent / "oxigraph")
 
@@ -32,33 +29,16 @@ OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).parent / "oxigra
 def oxigraph(tmp_path_factory) -> dict[str, str]:
     if not Path(OXIGRAPH).exists():
         pytest.skip("the oxigraph server is not installed (the 'sparql' extra)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     location = tmp_path_factory.mktemp("oxigraph")
-    proc = subprocess.Popen(
-        [OXIGRAPH, "serve", "--location", str(location), "--bind", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/query?query=ASK%7B%7D", timeout=2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(proc.stderr.read().decode()) from None
-            time.sleep(0.2)
-    yield {
-        "store": "sparql",
-        "query_endpoint": f"{base}/query",
-        "update_endpoint": f"{base}/update",
-    }
-    proc.terminate()
-    proc.wait(timeout=30)
-    proc.stderr.close()
+    argv = [OXIGRAPH, "serve", "--location", str(location), "--bind", f"127.0.0.1:{port}"]
+    with answering(argv, probe=f"{base}/query?query=ASK%7B%7D", timeout=60):
+        yield {
+            "store": "sparql",
+            "query_endpoint": f"{base}/query",
+            "update_endpoint": f"{base}/update",
+        }
 
 
 @pytest.fixture

@@ -7,16 +7,14 @@ directory's owner."""
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
-from conftest import connected, make_settings, server_env
+from conftest import connected, make_settings, server_env, stdio_params
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from cranimem_mcp import cli
 from cranimem_mcp.engine import MemoryEngine
@@ -271,12 +269,7 @@ async def test_a_bridged_server_lists_the_owners_trash(tmp_path):
                      CRANIMEM_MODELS__EXTRACTOR="heuristic", CRANIMEM_GATING__TAU_NOISE="-1.0",
                      CRANIMEM_GATING__DEFAULT_GATE="false",
                      CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0")  # fmt: skip
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(home)],
-        env=env,
-        cwd=str(Path(__file__).resolve().parents[1]),
-    )
+    params = stdio_params(home, env=env, cwd=str(Path(__file__).resolve().parents[1]))
     async with Client(params, cache=None) as owner:
         first = await call(owner, "remember", content="The user's cat is called Miso.", scope="s")
         await call(owner, "remember", content="The user's dog is called Udon.", scope="s")

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import httpx
 import httpx2
 import pytest
-from conftest import TOKEN, free_port, server_env
+from conftest import TOKEN, free_port, serve_cmd, server_env, stdio_params
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from cranimem_mcp.config import load_settings
@@ -20,12 +18,9 @@ from cranimem_mcp.http_auth import resolve_token
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_stdio_server_in_a_subprocess(tmp_path):
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(tmp_path / "data")],
-        env=server_env(tmp_path / "data"),
-    )
+    params = stdio_params(tmp_path / "data")
     async with Client(params, cache=None) as client:
         stored = await client.call_tool(
             "remember", {"content": "I am allergic to shellfish, so no seafood please."}
@@ -39,6 +34,7 @@ async def test_stdio_server_in_a_subprocess(tmp_path):
         assert recalled.structured_content["items"][0]["id"] == stored.structured_content["id"]
 
 
+@pytest.mark.slow
 async def test_http_requires_the_bearer_token(http_server):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     async with httpx.AsyncClient() as http:
@@ -68,6 +64,7 @@ async def test_http_requires_the_bearer_token(http_server):
         assert response.status_code in (400, 403, 421)
 
 
+@pytest.mark.slow
 async def test_http_with_the_token_serves_the_tools(http_server):
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
@@ -78,22 +75,10 @@ async def test_http_with_the_token_serves_the_tools(http_server):
             assert recalled.structured_content["items"][0]["content"] == "I prefer window seats."
 
 
+@pytest.mark.slow
 def test_non_loopback_bind_needs_allow_remote(tmp_path):
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cranimem_mcp.cli",
-            "serve",
-            "--transport",
-            "http",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            str(free_port()),
-            "--data-dir",
-            str(tmp_path / "d"),
-        ],  # fmt: skip
+        serve_cmd(tmp_path / "d", "--host", "0.0.0.0", transport="http", port=free_port()),
         env=server_env(tmp_path / "d", CRANIMEM_TOKEN=TOKEN),
         capture_output=True,
         timeout=60,
@@ -102,21 +87,11 @@ def test_non_loopback_bind_needs_allow_remote(tmp_path):
     assert b"--allow-remote" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 def test_a_short_token_stops_the_server_at_start_with_one_line(tmp_path, transport):
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cranimem_mcp.cli",
-            "serve",
-            "--transport",
-            transport,
-            "--port",
-            str(free_port()),
-            "--data-dir",
-            str(tmp_path / "d"),
-        ],  # fmt: skip
+        serve_cmd(tmp_path / "d", transport=transport, port=free_port()),
         env=server_env(tmp_path / "d", CRANIMEM_TOKEN="x" * 15),
         capture_output=True,
         timeout=60,

@@ -12,9 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlsplit
@@ -23,7 +20,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from conftest import free_port, server_env
+from conftest import CLI, answering, free_port, server_env, stdio_params
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -90,29 +87,12 @@ def inspector(tmp_path_factory):
         CRANIMEM_MODELS__EXTRACTOR="heuristic",
         CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0",
     )
-    cmd = [sys.executable, "-m", "cranimem_mcp.cli", "ui", "--port", str(port),
-           "--data-dir", str(home)]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cmd = [*CLI, "ui", "--port", str(port), "--data-dir", str(home)]
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180  # imports are slow on a busy 2-core machine
-    while True:
-        try:
-            httpx.get(base + "/ui", timeout=1)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(proc.communicate()[1].decode()) from None
-            time.sleep(0.2)
-    printed = proc.stdout.readline().decode()
-    ids = anyio.run(_seed, base)
-    yield SimpleNamespace(base=base, printed=printed, ids=ids)
-    proc.terminate()
-    try:
-        proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:  # a loaded machine: do not leave it running
-        proc.kill()
-        proc.communicate()
+    with answering(cmd, env=env, probe=base + "/ui") as served:
+        printed = served.first_line()
+        ids = anyio.run(_seed, base)
+        yield SimpleNamespace(base=base, printed=printed, ids=ids)
 
 
 # --- over plain HTTP -------------------------------------------------------------------------
@@ -276,26 +256,9 @@ async def test_inspector_end_to_end_in_chromium(browser, inspector):
 # --- bridged to another owner ----------------------------------------------------------------
 
 
-def _wait_for_ui(proc: subprocess.Popen, base: str) -> None:
-    bearer = {"Authorization": f"Bearer {TOKEN}"}
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            if httpx.get(base + "/ui/api/stats", headers=bearer, timeout=10).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(proc.communicate()[1].decode())
-        time.sleep(0.2)
-
-
 async def test_the_inspector_bridges_to_the_process_that_owns_the_directory(tmp_path):
     """With a `serve` owning the data directory (Claude Desktop's, say), `cranimem-mcp ui`
     starts anyway, shows the owner's memories and graph, and its changes reach the owner."""
-    from mcp.client.stdio import StdioServerParameters
-
     from cranimem_mcp.ownership import read_owner_info
 
     home = tmp_path / "data"
@@ -305,9 +268,7 @@ async def test_the_inspector_bridges_to_the_process_that_owns_the_directory(tmp_
         CRANIMEM_GATING__TAU_NOISE="-1.0", CRANIMEM_GATING__DEFAULT_GATE="false",
         CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0",
     )  # fmt: skip
-    argv = ["-m", "cranimem_mcp.cli", "serve", "--data-dir", str(home)]
-    serve = StdioServerParameters(command=sys.executable, args=argv, env=env)
-    async with Client(serve, cache=None) as owner:
+    async with Client(stdio_params(home, env), cache=None) as owner:
         ids = {}
         for key in ("bob", "seats"):
             r = (await owner.call_tool("remember", {"content": SEED[key]})).structured_content
@@ -317,11 +278,9 @@ async def test_the_inspector_bridges_to_the_process_that_owns_the_directory(tmp_
 
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        cmd = [sys.executable, "-m", "cranimem_mcp.cli", "ui", "--port", str(port),
-               "--data-dir", str(home)]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            await anyio.to_thread.run_sync(_wait_for_ui, proc, base)
+        cmd = [*CLI, "ui", "--port", str(port), "--data-dir", str(home)]
+        # The inspector answers /ui once it has bridged to the owner (or it exits, failing).
+        with answering(cmd, env=env, probe=base + "/ui") as served:
             bearer = {"Authorization": f"Bearer {TOKEN}"}
             async with httpx.AsyncClient(base_url=base, headers=bearer, timeout=60) as http:
                 listed = (await http.get("/ui/api/memories")).json()
@@ -343,11 +302,5 @@ async def test_the_inspector_bridges_to_the_process_that_owns_the_directory(tmp_
             trash = await owner.call_tool("list_memories", {"tier": "trash"})
             assert [m["id"] for m in trash.structured_content["items"]] == [ids["seats"]]
             assert read_owner_info(home).pid == owner_pid
-        finally:
-            proc.terminate()
-            try:
-                _out, err = proc.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _out, err = proc.communicate()
+        _out, err = served.stop()
         assert b"in use by another cranimem-mcp process" not in err

@@ -28,8 +28,9 @@ import numpy as np
 
 from ..config import Settings
 from ..embeddings import Embedder, local_embedder
-from ..engine import MemoryEngine, content_hash, new_id
+from ..engine import MemoryEngine
 from ..models import Memory
+from ..validation import content_hash, new_id
 from . import metrics
 
 SCOPE = "bench"
