@@ -57,7 +57,7 @@ class Conversation:
     sample_id: str
     turns: tuple[tuple[str, str], ...]  # (dia_id, memory text), in order
     questions: tuple[Question, ...]
-    skipped: int = 0  # category 1-4 questions none of whose evidence ids names a turn
+    skipped: int = 0  # category 1-4 questions with no evidence id that names a turn
 
     @property
     def scope(self) -> str:
@@ -105,9 +105,9 @@ def load_conversations(path: Path, limit: int | None = None) -> list[Conversatio
             known = {dia_id for dia_id, _ in turns}
             questions, skipped = [], 0
             for index, qa in enumerate(sample["qa"]):
-                if qa.get("category") not in CATEGORIES or not qa.get("evidence"):
+                if qa.get("category") not in CATEGORIES:
                     continue
-                evidence = tuple(e for e in evidence_ids(qa["evidence"]) if e in known)
+                evidence = tuple(e for e in evidence_ids(qa.get("evidence") or []) if e in known)
                 if not evidence:  # no turn to look for: no recall to speak of
                     skipped += 1
                     continue
