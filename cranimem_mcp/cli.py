@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
                 run = command.bench
             elif args.benchmark == "temporal":
                 run = command.eval_temporal
+            elif args.benchmark == "locomo":
+                run = command.eval_locomo
             else:
                 run = command.eval_hotpotqa
             anyio.run(run, args, settings, print)

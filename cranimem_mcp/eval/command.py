@@ -1,30 +1,36 @@
-"""What ``cranimem-mcp eval hotpotqa`` and ``cranimem-mcp bench`` do once the CLI has parsed
-their arguments. ``say`` writes a line to stdout (the CLI passes ``print``); the progress bar
-goes to stderr."""
+"""What ``cranimem-mcp eval hotpotqa | temporal | locomo`` and ``cranimem-mcp bench`` do once
+the CLI has parsed their arguments. ``say`` writes a line to stdout (the CLI passes ``print``);
+the progress bar goes to stderr."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from ..config import Settings
 from ..embeddings import local_embedder
+from ..errors import InvalidInput
+from .arguments import HOTPOTQA_DATA, LOCOMO_DATA
 from .hotpotqa import EvalConfig, run_eval, write_results
-from .report import markdown_table, plot_results
+from .report import locomo_table, markdown_table, plot_locomo, plot_results
+
+logger = logging.getLogger(__name__)
 
 
-def _progress(total: int) -> Any:
+def _progress(total: int, unit: str = "q") -> Any:
     try:
         from tqdm import tqdm
     except ImportError:  # the eval extra is not installed: no bar, the run still works
         return None
-    return tqdm(total=total, file=sys.stderr, unit="q", dynamic_ncols=True)
+    return tqdm(total=total, file=sys.stderr, unit=unit, dynamic_ncols=True)
 
 
 async def eval_hotpotqa(args: argparse.Namespace, settings: Settings, say: Callable) -> None:
+    args.data = args.data or HOTPOTQA_DATA
     systems = list(dict.fromkeys(args.systems or ["cranimem", "vanilla"]))
     if args.ablations:
         systems += [s for s in ("no-gate", "no-graph") if s not in systems]
@@ -102,6 +108,54 @@ async def eval_temporal(args: argparse.Namespace, settings: Settings, say: Calla
     args.output.write_text(json.dumps(results, indent=2), encoding="utf-8")
     say(f"results: {args.output}")
     say(temporal_table(results))
+
+
+async def eval_locomo(args: argparse.Namespace, settings: Settings, say: Callable) -> None:
+    """Evidence recall@k on LoCoMo conversations, per category, cranimem vs vanilla (and
+    cranimem through MCP stdio with ``--through-mcp``)."""
+    from .locomo import RunConfig, run_locomo, steps
+
+    systems = list(dict.fromkeys(args.systems or ["cranimem", "vanilla"]))
+    unknown = [s for s in systems if s not in ("cranimem", "vanilla")]
+    if unknown:
+        raise InvalidInput(f"eval locomo runs cranimem and vanilla, not {', '.join(unknown)}")
+    if args.through_mcp:
+        systems.append("cranimem-mcp")
+    try:
+        ks = tuple(sorted({int(k) for k in args.recall_at.split(",") if k.strip()}))
+    except ValueError as exc:
+        raise InvalidInput(f"--recall-at takes comma-separated integers: {exc}") from exc
+    cfg = RunConfig(
+        data=args.data or LOCOMO_DATA,
+        systems=systems,
+        ks=ks or (5, 10),
+        max_chars=args.max_chars or settings.retrieval.max_chars,
+        limit=args.limit,
+        workdir=args.workdir,
+        config_file=args.config,
+    )
+    embedder = local_embedder(settings.models.embedder_model, settings.models.threads)
+    bar = _progress(steps(cfg.data, systems, cfg.limit), unit="call")
+
+    def on_step(system: str, conversation: str) -> None:
+        if bar is not None:
+            bar.set_description(f"{system}/{conversation}", refresh=False)
+            bar.update(1)
+
+    try:
+        results = await run_locomo(cfg, settings, embedder, on_step=on_step)
+    finally:
+        if bar is not None:
+            bar.close()
+    write_results(results, args.output)
+    plot = None
+    if not args.no_plots:
+        try:
+            plot = plot_locomo(results, args.plot or args.output.with_suffix(".png"))
+        except ImportError:  # the eval extra is not installed: no plot, the numbers stand
+            logger.warning("no plot: matplotlib is not installed (the eval extra)")
+    logger.info("results: %s%s", args.output, f", plot: {plot}" if plot else "")
+    say(locomo_table(results))
 
 
 async def bench(args: argparse.Namespace, settings: Settings, say: Callable) -> None:

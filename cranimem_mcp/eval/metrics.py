@@ -135,3 +135,16 @@ def noise_drop(clean: Mapping[str, float | None], noisy: Mapping[str, float | No
         for k in clean
         if k != "questions" and clean.get(k) is not None and noisy.get(k) is not None
     }
+
+
+def evidence_ranks(found: Sequence[str], wanted: Sequence[str]) -> list[int | None]:
+    """For each wanted text, the 1-based rank of the first memory in ``found`` (best first)
+    that contains it verbatim, or None (LoCoMo's evidence recall: a memory holds the turn)."""
+    return [next((i for i, f in enumerate(found, 1) if w in f), None) for w in wanted]
+
+
+def recall_at_k(ranks: Sequence[int | None], k: int) -> float | None:
+    """Share of the evidence found within the top ``k``; None when there is no evidence."""
+    if not ranks:
+        return None
+    return sum(r is not None and r <= k for r in ranks) / len(ranks)

@@ -108,3 +108,65 @@ def plot_results(results: dict[str, Any], out_dir: Path, prefix: str = "eval_") 
     plt.close(fig)
     written.append(path)
     return written
+
+
+def locomo_table(results: dict[str, Any]) -> str:
+    """``eval locomo``: one row per system, R@k per category and overall, recall latency."""
+    ks = results["config"]["ks"]
+    first = next(iter(results["systems"].values()), None)
+    cats = first["categories"] if first else {}
+    at = " / ".join(f"R@{k}" for k in ks)
+    head = ["system"] + [f"{c['name']} ({c['questions']}) {at}" for c in cats.values()]
+    head += [f"all ({first['questions'] if first else 0}) {at}", "recall p50 / p95 ms",
+             "wall p50 / p95 ms", "writes stored / merged / rejected", "seconds"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+
+    def pair(block: dict[str, Any]) -> str:
+        return " / ".join(_cell(block.get(f"recall@{k}"), "{:.3f}") for k in ks)
+
+    for name, s in results["systems"].items():
+        w = s["writes"]
+        cells = [name] + [pair(c) for c in s["categories"].values()] + [pair(s["overall"])]
+        cells += [
+            " / ".join(_cell(s[f"recall_took_ms_{p}"], "{:.1f}") for p in ("p50", "p95")),
+            " / ".join(_cell(s[f"recall_wall_ms_{p}"], "{:.1f}") for p in ("p50", "p95")),
+            f"{w.get('stored', 0)} / {w.get('merged', 0)} / {w.get('rejected', 0)}",
+            f"{s['seconds']:.0f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_locomo(results: dict[str, Any], path: Path) -> Path:
+    """R@k per category and overall, one bar per system, one panel per k."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = results["config"]["ks"]
+    systems = results["systems"]
+    names = list(systems)
+    first = next(iter(systems.values()))
+    groups = [c["name"] for c in first["categories"].values()] + ["all"]
+    fig, axes = plt.subplots(1, len(ks), figsize=(6 * len(ks), 3.8), squeeze=False)
+    width = 0.8 / max(1, len(names))
+    for ax, k in zip(axes[0], ks, strict=True):
+        for j, name in enumerate(names):
+            s = systems[name]
+            values = [c.get(f"recall@{k}") or 0.0 for c in s["categories"].values()]
+            values.append(s["overall"].get(f"recall@{k}") or 0.0)
+            xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(groups))]
+            bars = ax.bar(xs, values, width, label=name)
+            ax.bar_label(bars, fmt="%.2f", fontsize=7)
+        ax.set_xticks(range(len(groups)), groups)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"evidence recall@{k}")
+    axes[0][0].legend(loc="upper right", fontsize=8)
+    convs = ", ".join(results["config"]["conversations"])
+    fig.suptitle(f"LoCoMo ({convs}), {results['config']['questions']} questions")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

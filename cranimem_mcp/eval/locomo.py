@@ -1,0 +1,344 @@
+"""``cranimem-mcp eval locomo``: evidence recall on LoCoMo conversations (Maharana et al., 2024).
+
+The protocol of the data README (``../shared/data/README.md``): every turn of a conversation is
+written in order as one memory, ``[<session date_time>] <speaker>: <text>`` (plus
+`` [image: <caption>]``); each category 1-4 question is asked as the query (5, adversarial, has
+no answer and is left out); evidence recall@k is the share of the question's evidence turns
+whose text is contained in one of the top k memories returned, averaged over questions.
+
+Each system gets a fresh memory per conversation. ``cranimem`` is the engine with its default
+settings (default goal, heuristic tagger and extractor, the embedder it is handed): no
+background work, so the only consolidation during the writes is the buffer bound's (overflow
+goes through replay), then one ``consolidate`` after the last turn, as
+``scripts/eval_locomo.py`` did for the baseline. ``cranimem-mcp`` is the same run through a
+real MCP stdio client (:mod:`.through_mcp`); ``vanilla`` is cosine top-k over every turn.
+
+The data is CC BY-NC 4.0: it is read from outside the checkout, never copied into it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..config import Settings
+from ..embeddings import Embedder
+from ..engine import MemoryEngine
+from ..errors import InvalidInput
+from . import metrics
+from .systems import VanillaRAG, eval_settings
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+SYSTEMS = ("cranimem", "vanilla", "cranimem-mcp")
+KS = (5, 10)
+
+
+# --- the data ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str  # "<sample_id>/<index in the sample's qa list>": stable across runs
+    text: str
+    category: int
+    evidence: tuple[str, ...]  # normalised dia_ids that name a turn of the conversation
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    turns: tuple[tuple[str, str], ...]  # (dia_id, memory text), in order
+    questions: tuple[Question, ...]
+    skipped: int = 0  # category 1-4 questions with no evidence id that names a turn
+
+    @property
+    def scope(self) -> str:
+        return re.sub(r"[^A-Za-z0-9_.:-]", "-", self.sample_id)[:64]
+
+    @property
+    def texts(self) -> dict[str, str]:
+        return dict(self.turns)
+
+
+def turn_texts(conversation: dict[str, Any]) -> list[tuple[str, str]]:
+    """(dia_id, memory text) of every turn, sessions in their numbered order."""
+    out = []
+    n = 1
+    while f"session_{n}" in conversation:
+        when = conversation.get(f"session_{n}_date_time", "")
+        for turn in conversation[f"session_{n}"]:
+            text = f"[{when}] {turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [image: {turn['blip_caption']}]"
+            out.append((turn["dia_id"], text))
+        n += 1
+    return out
+
+
+def evidence_ids(raw: Sequence[str]) -> list[str]:
+    """Normalise the malformed ids of the dataset ("D:11:26", "D30:05", "D8:6; D9:17")."""
+    out = []
+    for item in raw:
+        for part in re.split(r"[;,]\s*", item):
+            m = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
+            if m:
+                out.append(f"D{int(m.group(1))}:{int(m.group(2))}")
+    return out
+
+
+def load_conversations(path: Path, limit: int | None = None) -> list[Conversation]:
+    """The conversations of a LoCoMo file (a JSON list in the dataset's layout); ``limit``
+    keeps the first N scored questions of each."""
+    try:
+        samples = json.loads(Path(path).read_text(encoding="utf-8"))
+        out = []
+        for sample in samples:
+            turns = turn_texts(sample["conversation"])
+            known = {dia_id for dia_id, _ in turns}
+            questions, skipped = [], 0
+            for index, qa in enumerate(sample["qa"]):
+                if qa.get("category") not in CATEGORIES:
+                    continue
+                evidence = tuple(e for e in evidence_ids(qa.get("evidence") or []) if e in known)
+                if not evidence:  # no turn to look for: no recall to speak of
+                    skipped += 1
+                    continue
+                qid = f"{sample['sample_id']}/{index}"
+                questions.append(Question(qid, qa["question"], qa["category"], evidence))
+            if limit is not None:
+                questions = questions[:limit]
+            out.append(Conversation(sample["sample_id"], tuple(turns), tuple(questions), skipped))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc}") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidInput(f"{path} is not LoCoMo in the dataset's layout: {exc!r}") from exc
+    return out
+
+
+# --- the memories under test ---------------------------------------------------------------
+
+
+@dataclass
+class Recalled:
+    contents: list[str]  # the memories returned, best first
+    took_ms: float  # the system's own account (the engine's took_ms)
+
+
+class ConversationMemory(Protocol):
+    """One conversation's memory: written turn by turn, settled once, then asked."""
+
+    async def remember(self, text: str) -> str: ...  # stored | merged | rejected
+
+    async def settle(self) -> None: ...  # after the last write
+
+    async def recall(self, query: str, k: int) -> Recalled: ...
+
+
+class EngineMemory:
+    def __init__(self, engine: MemoryEngine, scope: str, max_chars: int) -> None:
+        self._engine, self._scope, self._max_chars = engine, scope, max_chars
+
+    async def remember(self, text: str) -> str:
+        return (await self._engine.remember(text, self._scope)).status
+
+    async def settle(self) -> None:
+        await self._engine.consolidate(self._scope)
+
+    async def recall(self, query: str, k: int) -> Recalled:
+        result = await self._engine.recall(query, self._scope, k, self._max_chars)
+        return Recalled([it.content for it in result.items][:k], result.took_ms)
+
+
+class VanillaMemory:
+    def __init__(self, rag: VanillaRAG, scope: str, max_chars: int) -> None:
+        self._rag, self._scope, self._max_chars = rag, scope, max_chars
+
+    async def remember(self, text: str) -> str:
+        return (await self._rag.remember(self._scope, text)).status
+
+    async def settle(self) -> None:
+        return None
+
+    async def recall(self, query: str, k: int) -> Recalled:
+        exam = await self._rag.exam(self._scope, query, k, self._max_chars, [])
+        return Recalled([it.content for it in exam.result.items][:k], exam.result.took_ms)
+
+
+@dataclass
+class RunConfig:
+    data: Path
+    systems: list[str] = field(default_factory=lambda: ["cranimem", "vanilla"])
+    ks: tuple[int, ...] = KS
+    max_chars: int = 4000
+    limit: int | None = None
+    workdir: Path | None = None
+    config_file: Path | None = None  # handed to the spawned server (cranimem-mcp)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "data": str(self.data), "systems": self.systems, "ks": list(self.ks),
+            "max_chars": self.max_chars, "limit": self.limit,
+        }  # fmt: skip
+
+
+def _opener(
+    name: str, cfg: RunConfig, base: Settings, embedder: Embedder, root: Path
+) -> Callable[[Conversation], AbstractAsyncContextManager[ConversationMemory]]:
+    if name not in SYSTEMS:
+        raise InvalidInput(f"eval locomo runs {', '.join(SYSTEMS)}, not {name!r}")
+
+    @asynccontextmanager
+    async def open_memory(conv: Conversation) -> AsyncIterator[ConversationMemory]:
+        home = root / name / conv.scope
+        if name == "vanilla":
+            async with VanillaRAG(embedder) as rag:
+                await rag.begin(conv.scope, "")
+                yield VanillaMemory(rag, conv.scope, cfg.max_chars)
+        elif name == "cranimem":
+            settings = eval_settings(base, home)
+            async with MemoryEngine(settings, embedder=embedder, background=False) as engine:
+                yield EngineMemory(engine, conv.scope, cfg.max_chars)
+        else:
+            from .through_mcp import open_mcp_memory
+
+            async with open_mcp_memory(home, conv.scope, cfg.max_chars, cfg.config_file) as m:
+                yield m
+
+    return open_memory
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+async def run_conversation(
+    memory: ConversationMemory,
+    conv: Conversation,
+    ks: Sequence[int],
+    timings: dict[str, list[float]],
+    writes: Counter[str],
+    step: Callable[[], None] = lambda: None,
+) -> list[dict[str, Any]]:
+    """Write every turn, settle, ask every question at every k; the per-question rows."""
+    status: dict[str, str] = {}
+    for dia_id, text in conv.turns:
+        started = time.perf_counter()
+        status[dia_id] = await memory.remember(text)
+        timings["remember_ms"].append((time.perf_counter() - started) * 1000)
+        writes[status[dia_id]] += 1
+        step()
+    await memory.settle()
+    texts = conv.texts
+    rows = []
+    for q in conv.questions:
+        wanted = [texts[e] for e in q.evidence]
+        row: dict[str, Any] = {
+            "question_id": q.id, "conversation": conv.sample_id, "category": q.category,
+            "evidence": list(q.evidence), "evidence_written": [status[e] for e in q.evidence],
+            "ranks": {},
+        }  # fmt: skip
+        for k in ks:
+            started = time.perf_counter()
+            recalled = await memory.recall(q.text, k)
+            timings["recall_wall_ms"].append((time.perf_counter() - started) * 1000)
+            timings["recall_took_ms"].append(recalled.took_ms)
+            ranks = metrics.evidence_ranks(recalled.contents, wanted)
+            row["ranks"][str(k)] = ranks
+            row[f"recall@{k}"] = metrics.recall_at_k(ranks, k)
+        rows.append(row)
+        step()
+    return rows
+
+
+def summarise(
+    rows: Sequence[dict[str, Any]],
+    ks: Sequence[int],
+    timings: dict[str, list[float]],
+    writes: Counter[str],
+    seconds: float,
+) -> dict[str, Any]:
+    """R@k per category and overall (means over questions), latency percentiles, writes."""
+    out: dict[str, Any] = {"questions": len(rows), "categories": {}, "overall": {}}
+    for cat, name in CATEGORIES.items():
+        mine = [r for r in rows if r["category"] == cat]
+        block: dict[str, Any] = {"name": name, "questions": len(mine)}
+        for k in ks:
+            block[f"recall@{k}"] = metrics.mean(r[f"recall@{k}"] for r in mine)
+        out["categories"][str(cat)] = block
+    for k in ks:
+        out["overall"][f"recall@{k}"] = metrics.mean(r[f"recall@{k}"] for r in rows)
+    for name, series in timings.items():
+        out[f"{name}_p50"] = metrics.percentile(series, 50)
+        out[f"{name}_p95"] = metrics.percentile(series, 95)
+    out["writes"] = {"calls": sum(writes.values()), **{s: writes[s] for s in sorted(writes)}}
+    statuses = [s for r in rows for s in r["evidence_written"]]
+    out["evidence_rejected"] = metrics.share(statuses, "rejected")
+    out["seconds"] = round(seconds, 1)
+    return out
+
+
+def differing(rows: Sequence[dict[str, Any]], a: str, b: str) -> int:
+    """Questions whose evidence ranks differ between systems ``a`` and ``b``."""
+    ranks = {(r["system"], r["question_id"]): r["ranks"] for r in rows}
+    return sum(ranks[(a, qid)] != ranks.get((b, qid)) for s, qid in list(ranks) if s == a)
+
+
+async def run_locomo(
+    cfg: RunConfig,
+    base: Settings,
+    embedder: Embedder,
+    *,
+    on_step: Callable[[str, str], None] | None = None,
+) -> dict[str, Any]:
+    """Every system over every conversation; the results document (per question rows in
+    ``questions``)."""
+    conversations = load_conversations(cfg.data, cfg.limit)
+    results: dict[str, Any] = {
+        "config": {
+            **cfg.as_json(), "embedder": embedder.id,
+            "conversations": [c.sample_id for c in conversations],
+            "questions": sum(len(c.questions) for c in conversations),
+            "questions_skipped": sum(c.skipped for c in conversations),
+        },
+        "systems": {},
+        "questions": [],
+    }  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="cranimem-locomo-") as tmp:
+        root = cfg.workdir or Path(tmp)
+        for name in cfg.systems:
+            open_memory = _opener(name, cfg, base, embedder, root)
+            timings: dict[str, list[float]] = {
+                "recall_took_ms": [], "recall_wall_ms": [], "remember_ms": [],
+            }  # fmt: skip
+            writes: Counter[str] = Counter()
+            rows: list[dict[str, Any]] = []
+            started = time.perf_counter()
+            for conv in conversations:
+
+                def step(system: str = name, sample_id: str = conv.sample_id) -> None:
+                    if on_step is not None:
+                        on_step(system, sample_id)
+
+                async with open_memory(conv) as memory:
+                    rows += await run_conversation(memory, conv, cfg.ks, timings, writes, step)
+            seconds = time.perf_counter() - started
+            results["systems"][name] = summarise(rows, cfg.ks, timings, writes, seconds)
+            results["questions"] += [{"system": name, **r} for r in rows]
+    if "cranimem" in cfg.systems and "cranimem-mcp" in cfg.systems:
+        results["systems"]["cranimem-mcp"]["questions_differing_from_cranimem"] = differing(
+            results["questions"], "cranimem-mcp", "cranimem"
+        )
+    return results
+
+
+def steps(path: Path, systems: Sequence[str], limit: int | None = None) -> int:
+    """How many progress steps a run takes: one per write and one per question."""
+    conversations = load_conversations(path, limit)
+    return len(systems) * sum(len(c.turns) + len(c.questions) for c in conversations)
