@@ -14,7 +14,7 @@ from .coordination import ScopeLocks
 from .episodic import EpisodicStore
 from .errors import InvalidInput, NotFound
 from .graph import GraphStore
-from .models import ForgetResult, Memory, RestoreResult
+from .models import MAX_ENTITY, ForgetResult, Memory, RestoreResult
 from .naming import canonical_name
 from .replay import Consolidator
 from .validation import check_ids, check_scope, check_text, now
@@ -36,7 +36,7 @@ async def forget(
     scope = check_scope(scope)
     ids = check_ids(ids or [])
     if entity is not None:
-        entity = check_text("entity", entity, 500)
+        entity = check_text("entity", entity, MAX_ENTITY)
     if not ids and entity is None and not all_in_scope:
         raise InvalidInput("say what to forget: ids, an entity, or all_in_scope=true")
     tiers = ("buffer", "longterm", "trash") if hard else ("buffer", "longterm")
