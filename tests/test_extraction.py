@@ -133,6 +133,7 @@ def test_importing_the_engine_loads_no_parser():
     assert out.stdout.split() == ["False"]
 
 
+@pytest.mark.slow
 def test_spacy_loads_without_torch_where_torch_is_installed(tmp_path):
     # A stand-in torch first on the path: thinc would import it (and keep it in sys.modules).
     (tmp_path / "torch").mkdir()
