@@ -19,6 +19,8 @@ from typing import Any
 
 from rdflib import Dataset, Graph, URIRef
 
+from .rdf_memory import TidyMemory
+
 logger = logging.getLogger(__name__)
 
 
@@ -37,7 +39,8 @@ class JournaledDataset:
         self.dir = directory
         self.snapshot = directory / "graph.nq"
         self.journal = directory / "journal.jsonl"
-        self.ds = Dataset()
+        # rdflib's Memory store keeps the index entries of removed triples: see rdf_memory.
+        self.ds = Dataset(store=TidyMemory())
         self.pending = 0  # journal entries since the last snapshot
 
     def open(self) -> None:

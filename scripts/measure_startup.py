@@ -195,6 +195,7 @@ def cli_through_owner(repo: str, n: int) -> tuple[list[float], list[float]]:
 
 FILL = """
 import asyncio, random, sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 import numpy as np
@@ -219,12 +220,13 @@ async def fill(home, n):
             rows = [bench._row(t, v, "default", "longterm" if j % 2 else "trash", start + j)
                     for j, (t, v) in enumerate(zip(texts, vectors))]
             extractions = await extractor.extract(texts)
+            linked = []
             for row, extraction in zip(rows, extractions):
                 checked = linkage.check(extraction)
-                row["entities"] = [e.name for e in checked.entities]
-                await engine.graph.put("default", row["id"], checked, row["created_at"])
-            await engine.episodic.add(rows)
-            trashed = [r["id"] for r in rows if r["tier"] == "trash"]
+                linked.append(replace(row, entities=[e.name for e in checked.entities]))
+                await engine.graph.put("default", row.id, checked, row.created_at)
+            await engine.episodic.add(linked)
+            trashed = [r.id for r in rows if r.tier == "trash"]
             await engine.graph.deactivate("default", trashed)
         await engine.episodic.maintain()
 

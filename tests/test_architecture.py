@@ -19,9 +19,9 @@ LAYERS: dict[str, set[str]] = {
     "domain": {"errors", "models", "naming", "temporal", "validation", "scopes", "lexicon",
                "vocabulary", "service", "consolidation"},
     # Stores, model runtimes and the text readers: each wraps one library or one model.
-    "adapters": {"heap", "journal", "lance", "working_set", "records", "retention", "episodic",
-                 "graph_io", "provenance", "graph", "sparql", "state", "ownership", "embeddings",
-                 "syntax", "llm",
+    "adapters": {"heap", "rdf_memory", "journal", "lance", "working_set", "records", "retention",
+                 "episodic", "graph_io", "provenance", "graph", "sparql", "state", "ownership",
+                 "embeddings", "syntax", "llm",
                  "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",
                  "redaction", "discourse", "verb_frames", "copulas", "extraction", "linkage",
                  "heuristics", "write_cues", "parse_cues", "durable"},
@@ -37,7 +37,7 @@ LAYERS: dict[str, set[str]] = {
 ORDER = list(LAYERS)
 LAYER_OF = {m: layer for layer, mods in LAYERS.items() for m in mods}
 STORES = {"episodic", "graph", "graph_io", "provenance", "sparql", "lance", "working_set",
-          "journal"}  # fmt: skip
+          "journal", "rdf_memory"}  # fmt: skip
 # Faces that reach past the service on purpose, and why.
 STORE_ACCESS = {
     "eval": "the benchmark fills a store directly at size N before it measures (bench.py)",
@@ -50,6 +50,13 @@ THIRD_PARTY_PRIVATE = {
     "_request_raw": "the ollama client has no method for /api/version",
     "_client": "the ollama client's httpx client, for the host it resolved",
     "_lowlevel_server": "MCPServer has no public hook for client notifications (roots changed)",
+    # rdflib's Memory store has no public way to drop index entries of removed triples.
+    "_Memory__spo": "rdflib Memory's subject index, pruned of removed terms (rdf_memory.py)",
+    "_Memory__pos": "rdflib Memory's predicate index, pruned likewise",
+    "_Memory__osp": "rdflib Memory's object index, pruned likewise",
+    "_Memory__contextTriples": "rdflib Memory's triples per graph: does a graph hold any",
+    "_Memory__context_obj_map": "rdflib Memory's graph objects by name, pruned of empty graphs",
+    "_Memory__all_contexts": "rdflib Memory's registered graphs, pruned of empty graphs",
 }
 MAX_LINES = 500
 
