@@ -96,6 +96,15 @@ class RetrievalSettings(_Section):
     vector_weight: float = Field(0.7, ge=0.0, le=1.0)
     hops: int = Field(2, ge=0, le=3)
     max_facts: int = Field(24, ge=0, le=500)
+    # Re-scoring of the episodic candidates (cranimem_mcp/rerank.py): candidates fetched per
+    # memory returned, the lift of a turn whose speaker the query names, the share of a hit's
+    # score lent to the turns beside it in the same session (0 turns each off).
+    # Off by default: on LoCoMo-dev pool 3, vector_weight 0.5 and neighbour_weight 0.3 lift
+    # R@5 0.569 -> 0.613, but lost a net 1 of 30 HotpotQA questions (docs/RESULTS.md).
+    pool: int = Field(1, ge=1, le=10)
+    speaker_boost: float = Field(0.0, ge=0.0, le=1.0)
+    neighbour_weight: float = Field(0.0, ge=0.0, le=1.0)
+    session_hours: float = Field(6.0, gt=0.0)
     graph_resource_max_triples: int = Field(2000, ge=1)
 
 

@@ -64,6 +64,7 @@ from .models import (
 )
 from .records import TIERS
 from .replay import ConsolidationPolicy, Consolidator, Progress
+from .rerank import Rerank
 from .retention import VersionRetention
 from .retrieval import DualPathRecall, RecallPolicy
 from .state import EngineState
@@ -158,6 +159,7 @@ class MemoryEngine:
                 max_facts=r.max_facts,
                 min_score=r.min_score,
                 half_life_days=settings.temporal.half_life_days,
+                rerank=Rerank(r.pool, r.speaker_boost, r.neighbour_weight, r.session_hours),
             ),
             embedder=self.embedder,
             cached=self._cached,

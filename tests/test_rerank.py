@@ -1,0 +1,63 @@
+"""Re-scoring of the episodic candidates: neighbouring turns and named speakers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from cranimem_mcp.records import Hit
+from cranimem_mcp.rerank import Rerank, named_speakers, rerank, speaker
+from cranimem_mcp.working_set import Entry
+
+DAY1 = datetime(2023, 5, 8, tzinfo=UTC)
+
+
+def _entry(turn: int, content: str, when: datetime = DAY1) -> Entry:
+    return Entry(f"m{turn}", "buffer", content, f"h{turn}", when, when, turn)
+
+
+def _hit(entry: Entry, fused: float) -> Hit:
+    return Hit(entry, similarity=fused, fused=fused)
+
+
+def test_a_transcript_turn_names_its_speaker_after_the_stamp():
+    assert speaker("[1:56 pm on 8 May, 2023] Caroline: I went to the group.") == "Caroline"
+    assert speaker("Mary Ann: hello") == "Mary Ann"
+    assert speaker("I moved to Oslo: it was cold") is None  # "I" would be a speaker, not a name
+    assert speaker("the plan: move") is None
+
+
+def test_a_query_names_a_speaker_as_a_whole_word_only():
+    entries = [_entry(1, "[x] Mel: hi"), _entry(2, "[x] Caroline: hi")]
+    assert named_speakers("What do Mel's kids like?", entries) == {"Mel"}
+    assert named_speakers("What did Melanie paint?", entries) == set()
+
+
+def test_the_turn_after_a_strong_hit_is_lent_part_of_its_score():
+    question = _entry(1, "[d] Ann: How was the camping trip with the kids?")
+    reply = _entry(2, "[d] Bob: They loved the forest.")
+    far = _entry(7, "[d] Bob: The weather was nice.")
+    ranked = rerank(
+        [_hit(question, 0.9), _hit(far, 0.2)],
+        [question, reply, far],
+        "camping trip",
+        Rerank(neighbour_weight=0.3),
+    )
+    assert [e.id for e, _s in ranked] == ["m1", "m2", "m7"]  # the reply joins, above far
+    assert ranked[1][1] > 0.2
+
+
+def test_a_turn_of_another_session_is_not_a_neighbour():
+    hit = _entry(1, "[d] Ann: How was the camping trip?")
+    next_session = _entry(2, "[d] Bob: Hi again!", DAY1 + timedelta(days=3))
+    ranked = rerank([_hit(hit, 0.9)], [hit, next_session], "camping", Rerank(neighbour_weight=0.3))
+    assert [e.id for e, _s in ranked] == ["m1"]
+
+
+def test_the_speaker_the_query_names_is_lifted_over_one_who_only_addresses_them():
+    addressed = _entry(1, "[d] Bob: Thanks, Ann! Great kids.")
+    spoken = _entry(5, "[d] Ann: We went hiking, they loved it.")
+    hits = [_hit(addressed, 0.6), _hit(spoken, 0.55)]
+    off = rerank(hits, [addressed, spoken], "What do Ann's kids like?", Rerank())
+    on = rerank(hits, [addressed, spoken], "What do Ann's kids like?", Rerank(speaker_boost=0.1))
+    assert [e.id for e, _s in off] == ["m1", "m5"]
+    assert [e.id for e, _s in on] == ["m5", "m1"]
