@@ -40,34 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cranimem_mcp.config import load_settings  # noqa: E402
 from cranimem_mcp.embeddings import OnnxEmbedder, SentenceTransformerEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
+from cranimem_mcp.eval.locomo import evidence_ids, turn_texts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def turns(conversation: dict[str, Any]) -> list[tuple[str, str]]:
-    """(dia_id, memory text) of every turn, in order."""
-    out = []
-    n = 1
-    while f"session_{n}" in conversation:
-        when = conversation.get(f"session_{n}_date_time", "")
-        for turn in conversation[f"session_{n}"]:
-            text = f"[{when}] {turn['speaker']}: {turn['text']}"
-            if turn.get("blip_caption"):
-                text += f" [image: {turn['blip_caption']}]"
-            out.append((turn["dia_id"], text))
-        n += 1
-    return out
-
-
-def evidence_ids(raw: list[str]) -> list[str]:
-    """Normalise the malformed ids ("D:11:26", "D30:05", "D8:6; D9:17")."""
-    out = []
-    for item in raw:
-        for part in re.split(r"[;,]\s*", item):
-            m = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
-            if m:
-                out.append(f"D{int(m.group(1))}:{int(m.group(2))}")
-    return out
 
 
 def questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
@@ -84,7 +59,7 @@ def score(found: list[str], evidence: list[str], texts: dict[str, str]) -> float
 async def run_vector(
     writer: Any, asker: Any, sample: dict[str, Any], k: int
 ) -> list[tuple[int, float]]:
-    ts = turns(sample["conversation"])
+    ts = turn_texts(sample["conversation"])
     texts = dict(ts)
     vectors = await writer.embed([t for _, t in ts])
     rows = []
@@ -99,7 +74,7 @@ async def run_vector(
 async def run_engine(
     writer: Any, asker: Any, sample: dict[str, Any], k: int
 ) -> list[tuple[int, float]]:
-    ts = turns(sample["conversation"])
+    ts = turn_texts(sample["conversation"])
     texts = dict(ts)
     scope = re.sub(r"[^A-Za-z0-9_.:-]", "-", sample["sample_id"])
     with tempfile.TemporaryDirectory(prefix="cranimem-locomo-") as home:
