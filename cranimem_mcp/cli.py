@@ -168,6 +168,10 @@ async def _reembed(args: argparse.Namespace, settings: Settings) -> None:
     print(f"re-embedded {n} memories: {old} -> {new}" if n or old != new else f"already {new}")
 
 
+def _show(line: str) -> None:
+    print(line, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # What we store is private: LanceDB creates its files with the process umask (0644 and
@@ -178,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("serve", "ui"):
             from .cli_serve import serve
 
-            anyio.run(serve, args)
+            anyio.run(serve, args, _show)
         elif args.command in ("eval", "bench"):
             from .eval import command
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -18,7 +19,9 @@ from .errors import ConfigError
 logger = logging.getLogger("cranimem_mcp")
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace, show: Callable[[str], None]) -> None:
+    """Run ``serve`` or ``ui``; ``show`` puts a line on the user's terminal (the inspector's
+    address, which carries the token: never the log). Only the CLI writes to stdout."""
     from .preload import EmbedderPreload
 
     base = load_settings(args.config, home=args.data_dir)
@@ -26,12 +29,14 @@ async def serve(args: argparse.Namespace) -> None:
     # process owns the directory, beside the engine's open (initialize never waits for it).
     preload = EmbedderPreload(base)
     try:
-        await _run_server(args, base, preload)
+        await _run_server(args, base, preload, show)
     finally:
         await anyio.to_thread.run_sync(preload.join)
 
 
-async def _run_server(args: argparse.Namespace, base: Settings, preload: Any) -> None:
+async def _run_server(
+    args: argparse.Namespace, base: Settings, preload: Any, show: Callable[[str], None]
+) -> None:
     from .server import build_server, service_of
 
     server_overrides = {
@@ -79,7 +84,7 @@ async def _run_server(args: argparse.Namespace, base: Settings, preload: Any) ->
             # Only once the inspector answers: the address is then one to open.
             await _until_serving(settings.server.host, settings.server.port, token)
             # The address carries the token: it goes to this terminal only, never to the log.
-            print(f"cranimem inspector: {url}", flush=True)
+            show(f"cranimem inspector: {url}")
             if args.open:
                 import webbrowser
 

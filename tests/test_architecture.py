@@ -215,7 +215,7 @@ def test_the_domain_rules_import_nothing_but_the_domain():
 
 def test_no_print_in_the_package_outside_the_cli():
     for path in PACKAGE.rglob("*.py"):
-        if path.name.startswith("cli"):  # the command line writes to its terminal
+        if path.name == "cli.py":  # the command line writes to its terminal
             continue
         calls = [
             n for n in ast.walk(ast.parse(path.read_text()))
