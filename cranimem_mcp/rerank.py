@@ -65,11 +65,13 @@ def rerank(
     half: ordering the candidates by cosine alone lost a fifth of the evidence found, R@5
     0.569 -> 0.444 with three candidates per memory). The score shown is the cosine, lifted
     a little by the rank, plus the same lifts."""
-    key = {h.entry.id: h.fused for h in hits}
     shown = {
         h.entry.id: h.similarity + 0.05 * (1.0 - rank / max(1, len(hits)))
         for rank, h in enumerate(hits)
     }
+    if not policy.active:  # the hybrid search's own order, as the module docstring says
+        return [(h.entry, shown[h.entry.id]) for h in hits]
+    key = {h.entry.id: h.fused for h in hits}
     by_id: dict[str, Entry] = {h.entry.id: h.entry for h in hits}
     extra = dict.fromkeys(key, 0.0)
     if policy.speaker_boost > 0:
