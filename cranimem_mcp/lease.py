@@ -49,7 +49,7 @@ import anyio
 import httpx
 from rdflib import Literal, URIRef
 
-from .errors import LeaseHeld, LeaseLost, StoreError
+from .errors import ConfigError, LeaseHeld, LeaseLost, StoreError
 from .vocabulary import VOCAB
 
 logger = logging.getLogger(__name__)
@@ -202,6 +202,27 @@ class LocalLease:
 
     async def aclose(self) -> None:
         return None
+
+
+def consolidation_lease(
+    kind: str,
+    graph_store: str,
+    query_endpoint: str | None,
+    update_endpoint: str | None,
+    seconds: float,
+    start_soon: Callable[..., Any],
+) -> Lease:
+    """The lease ``consolidation.lease`` names ("auto": the SPARQL one when the graph is in a
+    SPARQL server, whose replicas may share it)."""
+    if kind == "auto":
+        kind = "sparql" if graph_store == "sparql" else "local"
+    if kind == "local":
+        return LocalLease()
+    if not query_endpoint or not update_endpoint:
+        raise ConfigError(
+            'consolidation.lease = "sparql" needs graph.query_endpoint and graph.update_endpoint'
+        )
+    return SparqlLease(query_endpoint, update_endpoint, seconds=seconds, start_soon=start_soon)
 
 
 class SparqlLease:
