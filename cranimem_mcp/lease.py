@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import re
 import secrets
 import socket
@@ -164,8 +165,11 @@ class LeaseState:
     def live(self) -> bool:
         """Held by someone (uncontested, not expired)."""
         until = self.until
-        return bool(self.claims) and not self.contested and until is not None and (
-            self.now is None or until > self.now
+        return (
+            bool(self.claims)
+            and not self.contested
+            and until is not None
+            and (self.now is None or until > self.now)
         )
 
 
@@ -252,6 +256,7 @@ class SparqlLease:
         self._lost: str | None = None
         self._stop: anyio.Event | None = None
         self.renewals = 0  # counted, for tests and stats
+        self.contested = False  # the last attempt collided with another (it may try again)
         self.renewed: anyio.Event = anyio.Event()  # set at each renewal (tests wait on it)
 
     async def aclose(self) -> None:
@@ -331,7 +336,8 @@ class SparqlLease:
                 "lease acquired by %s: token %d until %s", self.holder, fence.token, state.until
             )
             return fence
-        if claim in state.claims:
+        self.contested = claim in state.claims
+        if self.contested:
             logger.info("lease contested (%d claims): %s backs off", len(state.claims), self.holder)
         else:
             logger.info(
@@ -378,6 +384,11 @@ class SparqlLease:
         async with self._lock:
             if self._users == 0:
                 fence = await self.acquire()
+                for _retry in range(2):  # collided: try again at a random moment, twice
+                    if fence is not None or not self.contested:
+                        break
+                    await anyio.sleep(random.uniform(0.0, 2 * self.settle))
+                    fence = await self.acquire()
                 if fence is None:
                     state = await self.read()
                     holder = ", ".join(sorted(state.holders)) if state.live else "another replica"
@@ -450,4 +461,3 @@ class SparqlLease:
                 f"this replica ({self.holder}) lost the consolidation lease (token "
                 f"{fence.token}: {self._lost}); the run stops without applying the rest"
             )
-

@@ -4,17 +4,23 @@ renewal while held, and the fencing check that refuses a stale holder's commit."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
 import anyio
 import pytest
+from conftest import connected, make_settings
 from test_sparql import oxigraph  # noqa: F401 (the module-scoped server fixture)
 
+from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import LeaseHeld, LeaseLost
+from cranimem_mcp.extraction import HeuristicExtractor
 from cranimem_mcp.graph import GraphStore
-from cranimem_mcp.lease import LEASE_GRAPH, SparqlLease
+from cranimem_mcp.lease import LEASE_GRAPH, Fence, SparqlLease
 from cranimem_mcp.models import Entity, Extraction, Relation
 from cranimem_mcp.sparql import SparqlDataset
 
@@ -64,26 +70,30 @@ def expire_now(server) -> None:
     )
 
 
-async def test_of_clients_competing_at_once_exactly_one_wins(server):
-    async with leases(server, 6) as clients:
-        won: dict[str, int | None] = {}
+async def test_of_clients_competing_at_once_at_most_one_wins(server):
+    """Twelve clients try at once, ten rounds: at most one wins each round, and the record
+    still names the winner alone once every attempt is over (a winner whose record another
+    claim joined later would share the lease with the next one to take it)."""
+    async with leases(server, 12) as clients:
+        for _round in range(10):
+            won: list[Fence] = []
 
-        async def attempt(lease: SparqlLease) -> None:
-            fence = await lease.acquire()
-            won[lease.holder] = None if fence is None else fence.token
+            async def attempt(lease: SparqlLease, won: list[Fence]) -> None:
+                if (fence := await lease.acquire()) is not None:
+                    won.append(fence)
 
-        async with anyio.create_task_group() as tg:
-            for lease in clients:
-                tg.start_soon(attempt, lease)
-        winners = {h: t for h, t in won.items() if t is not None}
-        state = await clients[0].read()
-        assert len(winners) <= 1, winners
-        # A contested record is left free; then the next attempt of anyone wins alone.
-        if not winners:
-            assert (await clients[0].acquire()) is not None
-            state = await clients[0].read()
-        assert len(state.claims) == 1 and len(state.holders) == 1
-        assert state.live
+            async with anyio.create_task_group() as tg:
+                for lease in clients:
+                    tg.start_soon(attempt, lease, won)
+            assert len(won) <= 1, won
+            if won:
+                state = await clients[0].read()
+                assert state.claims == {won[0].claim} and state.tokens == {won[0].token}
+                assert state.live
+                await clients[0].release(won[0])
+        # A round all of whose attempts collided leaves the record contested, which counts as
+        # free: a lone attempt then wins.
+        assert await clients[0].acquire() is not None
 
 
 async def test_a_second_client_cannot_take_a_live_lease(server):
@@ -153,3 +163,144 @@ async def test_a_holder_whose_lease_was_taken_cannot_commit(server):
         assert await graph.has_memory("default", "m_before")
         assert not await graph.has_memory("default", "m_stale")
         assert (await graph.provenance()) == {("default", "memory"): {"m_before"}}
+
+
+# --- the lease in the engine -----------------------------------------------------------------
+
+GATE_OPEN = {"tau_noise": -1.0, "default_gate": False}  # every write is stored
+
+
+class PausingExtractor(HeuristicExtractor):
+    """The heuristic extractor, with a pause (``during``) inside the next call once armed: the
+    model call of a consolidation run, during which the lease can change hands."""
+
+    def __init__(self) -> None:
+        self.during: Callable[[], Awaitable[None]] | None = None
+
+    async def extract(self, texts: list[str]) -> list[Extraction]:
+        during, self.during = self.during, None
+        if during is not None:
+            await during()
+        return await super().extract(texts)
+
+
+@asynccontextmanager
+async def engine_on(server, home: Path, minilm, extractor=None, **sections) -> AsyncIterator:
+    settings = make_settings(home, graph=server, gating=GATE_OPEN, **sections)
+    async with MemoryEngine(
+        settings, embedder=minilm, extractor=extractor, background=False
+    ) as engine:
+        yield engine
+
+
+async def test_a_run_that_loses_the_lease_midway_applies_nothing(server, tmp_path, minilm):
+    """The fencing test end to end: during the run's model call the lease expires and another
+    replica takes it; the run's graph commit is refused, so nothing is promoted or linked."""
+    extractor = PausingExtractor()
+    async with (
+        leases(server, 1) as (other,),
+        engine_on(server, tmp_path / "data", minilm, extractor) as engine,
+    ):
+        await engine.remember("Alice works at Acme Robotics.")
+
+        async def taken_over() -> None:
+            expire_now(server)  # the run's holder paused past its expiry
+            assert await other.acquire() is not None
+
+        extractor.during = taken_over
+        with pytest.raises(LeaseLost):
+            await engine.consolidate()
+        (stats,) = (await engine.stats()).scopes
+        assert (stats.buffer_size, stats.longterm, stats.facts) == (1, 0, 0)
+        assert await engine.graph.provenance() == {}
+        assert await engine.check() == []
+
+
+async def test_a_run_longer_than_the_lease_keeps_it_by_renewal(server, tmp_path, minilm):
+    extractor = PausingExtractor()
+    async with (
+        leases(server, 1) as (other,),
+        engine_on(
+            server, tmp_path / "data", minilm, extractor, consolidation={"lease_seconds": 1.5}
+        ) as engine,
+    ):
+        await engine.remember("Alice works at Acme Robotics.")
+
+        async def long_model_call() -> None:
+            seen: set = set()
+            with anyio.fail_after(30):
+                while len(seen) < 4:  # four renewals: well past the 1.5 s it was taken for
+                    seen.update((await other.read()).renewed)
+                    assert await other.acquire() is None
+                    await anyio.sleep(0.2)
+
+        extractor.during = long_model_call
+        report = await engine.consolidate()
+        assert report.promoted == 1
+
+
+async def test_consolidate_on_a_replica_without_the_lease_says_who_holds_it(
+    server, tmp_path, minilm
+):
+    async with leases(server, 1) as (other,):
+        assert await other.acquire() is not None
+
+        async def opener(**sections):
+            return engine_on(server, tmp_path / "data", minilm, **sections)
+
+        @asynccontextmanager
+        async def open_engine(**sections):
+            async with await opener(**sections) as engine:
+                yield engine
+
+        async with connected(open_engine) as (client, engine):
+            await client.call_tool("remember", {"content": "Alice works at Acme Robotics."})
+            result = await client.call_tool("consolidate", {})
+            assert result.is_error
+            assert "replica-0 holds the lease until" in result.content[0].text
+            (stats,) = (await engine.stats()).scopes
+            assert (stats.buffer_size, stats.longterm) == (1, 0)
+
+
+RUN = re.compile(r"consolidation (started|finished) by (\S+) \(\w+, token (\S+)\)")
+
+
+async def test_two_engines_on_one_server_never_consolidate_at_once(
+    server, tmp_path, minilm, caplog
+):
+    """Background consolidation on in both, every second write: the runs, in the order their
+    log lines were written, never interleave, and each has a larger token than the last."""
+    caplog.set_level(logging.INFO, logger="cranimem_mcp.replay")
+    often = {"every_n_writes": 2, "interval_seconds": 0.0}
+    lines = [
+        "works at Acme Robotics.", "lives in Lyon.", "likes green tea.", "plays the cello.",
+        "owns a red bicycle.", "speaks Portuguese.", "is allergic to peanuts.",
+        "studies geology.",
+    ]  # fmt: skip
+    settings = [
+        make_settings(tmp_path / name, graph=server, gating=GATE_OPEN, consolidation=often)
+        for name in ("a", "b")
+    ]
+    async with (
+        MemoryEngine(settings[0], embedder=minilm, background=True) as a,
+        MemoryEngine(settings[1], embedder=minilm, background=True) as b,
+    ):
+
+        async def write(engine: MemoryEngine, who: str, pair: list[str]) -> None:
+            for line in pair:  # the second write starts a background run
+                await engine.remember(f"{who} {line}")
+            await engine.wait_idle()
+
+        for pair in zip(lines[::2], lines[1::2], strict=True):  # both at once, four times
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(write, a, "Ana", list(pair))
+                    tg.start_soon(write, b, "Ben", list(pair))
+    runs = [RUN.search(r.getMessage()) for r in caplog.records]
+    events = [m.groups() for m in runs if m is not None]
+    assert len(events) >= 4, events  # at least two runs
+    for started, finished in zip(events[::2], events[1::2], strict=True):
+        assert started[0] == "started" and finished[0] == "finished", events
+        assert started[1:] == finished[1:], events  # the same run: holder and token
+    tokens = [int(e[2]) for e in events[::2]]
+    assert tokens == sorted(set(tokens)), tokens
