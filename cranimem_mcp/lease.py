@@ -79,8 +79,8 @@ def server_time(value: str) -> datetime | None:
     if match is None:
         return None
     whole, fraction, zone = match.groups()
-    text = whole + (f".{fraction[:6]}" if fraction else "") + ("+00:00" if zone in (None, "Z")
-                                                                else zone)  # fmt: skip
+    zone = "+00:00" if zone in (None, "Z") else zone
+    text = whole + (f".{fraction[:6]}" if fraction else "") + zone
     try:
         return datetime.fromisoformat(text)
     except ValueError:
@@ -389,6 +389,11 @@ class SparqlLease:
                         break
                     await anyio.sleep(random.uniform(0.0, 2 * self.settle))
                     fence = await self.acquire()
+                if fence is None and self.contested:
+                    raise LeaseHeld(
+                        "consolidation runs on one replica at a time and several replicas "
+                        "tried to take the lease at once: try again in a moment"
+                    )
                 if fence is None:
                     state = await self.read()
                     holder = ", ".join(sorted(state.holders)) if state.live else "another replica"
