@@ -83,6 +83,11 @@ class ConsolidationSettings(_Section):
     interval_seconds: float = Field(300.0, ge=0.0)
     idle_seconds: float = Field(30.0, ge=0.0)
     trash_retention_days: float = Field(30.0, ge=0.0)
+    # Which replica may consolidate (docs/SCALING.md, "Replicas"): "local" (this process: the
+    # owner lock makes it the only consolidator of its data directory), "sparql" (a lease in
+    # the graph's SPARQL server, for replicas sharing it), "auto": sparql when graph.store is.
+    lease: Literal["auto", "local", "sparql"] = "auto"
+    lease_seconds: float = Field(30.0, ge=1.0, le=3600.0)  # renewed every third while held
 
 
 class RetrievalSettings(_Section):

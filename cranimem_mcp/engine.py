@@ -39,6 +39,7 @@ from .extraction import HeuristicExtractor
 from .graph import GraphStore
 from .heuristics import HeuristicTagger
 from .intake import Intake, IntakePolicy
+from .lease import consolidation_lease
 from .llm import Extractor, Tagger
 from .models import (
     ENTITY_FACTS,
@@ -126,6 +127,11 @@ class MemoryEngine:
         self._background = Background(background)
         self._keeper = StateKeeper(self.home / "state.json", self._background)
         self._recalls = RecallCounts(self.episodic, self._locks, self._background)
+        c, g = settings.consolidation, settings.graph
+        self._lease = consolidation_lease(
+            c.lease, g.store, g.query_endpoint, g.update_endpoint, c.lease_seconds,
+            self._background.start_soon,
+        )  # fmt: skip
         self._consolidator = Consolidator(
             episodic=self.episodic,
             graph=self.graph,
@@ -137,6 +143,7 @@ class MemoryEngine:
             keeper=self._keeper,
             cached=self._cached,
             recalls=self._recalls,
+            lease=self._lease,
         )
         self._intake = Intake(
             policy=_intake_policy(settings, self._functional),
@@ -208,6 +215,7 @@ class MemoryEngine:
             await self._recalls.flush()
         await self._stack.__aexit__(None, None, None)
         await self._keeper.close()
+        await self._lease.aclose()
         self._open_marker.unlink(missing_ok=True)
 
     def _default_gate(self) -> DurableClassifier | None:

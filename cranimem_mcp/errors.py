@@ -5,8 +5,10 @@
      ├── InvalidInput         a caller's argument is malformed; nothing was changed
      ├── NotFound             an id or scope that does not exist
      ├── StoreError           LanceDB or the graph store failed
+     │    └── LeaseLost       this replica lost the consolidation lease: commit refused
      ├── BackendUnavailable   a model backend (Ollama) cannot be reached or timed out
-     └── ModelOutputError     a model answered, but not in the contract
+     ├── ModelOutputError     a model answered, but not in the contract
+     └── LeaseHeld            another replica holds the consolidation lease (lease.py)
 
 Third-party exceptions are translated once, where they arise (``raise X(...) from exc``);
 the MCP layer maps the whole tree to ``ToolError`` once.
@@ -38,4 +40,12 @@ class BackendUnavailable(CranimemError):
 
 
 class ModelOutputError(CranimemError):
+    pass
+
+
+class LeaseHeld(CranimemError):
+    pass
+
+
+class LeaseLost(StoreError):
     pass

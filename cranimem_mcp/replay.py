@@ -8,6 +8,11 @@ eviction that keeps the buffer bounded. It is handed its stores, models, locks, 
 owner and state keeper by the engine. The scores themselves are pure functions in
 :mod:`cranimem_mcp.consolidation`.
 
+Runs and evictions hold the consolidation lease (:mod:`.lease`; always held on one machine).
+Without it a background run is skipped (the next trigger tries again), an explicit one is
+LeaseHeld; a run that loses it stops at its next commit (LeaseLost): graph commits are
+fenced by the server, LanceDB ones checked just before.
+
 The buffer is hard-bounded: after a write or a restore (under the scope lock) a scope's
 buffer holds at most ``capacity`` items, those claimed by a running consolidation
 included. Claimed items stay until their run applies its decisions, so the oldest free
@@ -19,6 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,10 +34,11 @@ from . import consolidation, linkage
 from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
 from .embeddings import EmbeddingCache
 from .episodic import EpisodicStore
-from .errors import BackendUnavailable, ModelOutputError
+from .errors import BackendUnavailable, LeaseHeld, LeaseLost, ModelOutputError
 from .extraction import HeuristicExtractor
 from .graph import GraphStore
 from .heuristics import HeuristicTagger
+from .lease import Lease
 from .llm import Extractor, Tagger, current_meter, metered
 from .models import ConsolidationReport, Decision, Memory
 from .naming import canonical_name
@@ -100,8 +107,10 @@ class Consolidator:
         keeper: StateKeeper,
         cached: EmbeddingCache,
         recalls: RecallCounts,
+        lease: Lease,
     ) -> None:
         self.episodic, self.graph = episodic, graph
+        self.lease = lease
         self.tagger, self.extractor = tagger, extractor
         self.policy = policy
         self.locks, self.background, self.keeper = locks, background, keeper
@@ -149,6 +158,10 @@ class Consolidator:
     async def _run_in_background(self, scope: str, trigger: str) -> None:
         try:
             await self.run(scope, trigger=trigger)
+        except LeaseHeld as exc:  # another replica consolidates: it replays this buffer too
+            logger.info("background consolidation of %s skipped: %s", scope, exc)
+        except LeaseLost as exc:
+            logger.warning("background consolidation of %s stopped: %s", scope, exc)
         finally:
             self._pending.discard(scope)
 
@@ -162,6 +175,16 @@ class Consolidator:
         capacity = self.policy.capacity
         if await self.episodic.count(scope, ("buffer",)) <= capacity:
             return []  # the common case, answered by the scope/tier indexes
+        try:
+            async with self.lease.hold("overflow"):
+                return await self._evict(scope, capacity)
+        except (LeaseHeld, LeaseLost) as exc:
+            # Why: eviction promotes, which only the lease's holder may do. The holder's next
+            # run replays the whole buffer, so the bound is restored there; the write stands.
+            logger.info("buffer of %s over capacity, left to the lease's holder: %s", scope, exc)
+            return []
+
+    async def _evict(self, scope: str, capacity: int) -> list[Decision]:
         rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
         free = [r for r in rows if r.id not in self._claimed]
         # More claimed items than capacity only if the capacity was lowered since they were
@@ -248,6 +271,7 @@ class Consolidator:
         if trashed:
             # A graph left by a crash between linking and moving the row must not outlive it.
             await self.graph.retract(scope, trashed)
+        await self.lease.check(server=True)  # the table's commit is checked, not fenced
         await self.episodic.upsert(updated)
         if report is not None:
             report.promoted += sum(d.decision == "promote" for d in decisions)
@@ -274,7 +298,11 @@ class Consolidator:
         steps = Steps(progress, len(scopes) * per_scope + (0 if dry_run else 2) + 1)
         await self.recalls.flush(None if scope is None else [scope])
         budget = self.policy.max_model_calls
-        async with self.locks.consolidation:
+        held = nullcontext() if dry_run else self.lease.hold(trigger)  # a dry run changes nothing
+        async with self.locks.consolidation, held as fence:
+            token = getattr(fence, "token", None)
+            logger.info("consolidation started by %s (%s, token %s)", self.lease.holder, trigger,
+                        token)  # fmt: skip
             with metered(budget) as meter:
                 for s in scopes:
                     await self._consolidate_scope(s, dry_run, report, steps)
@@ -285,6 +313,7 @@ class Consolidator:
             if not dry_run:
                 pruned = report.pruned
                 for s in scopes:
+                    await self.lease.check(server=True)
                     await prune_longterm(
                         self.episodic,
                         self.graph,
@@ -297,12 +326,15 @@ class Consolidator:
                 await steps.step(
                     f"pruned {report.pruned - pruned} long-term memories past the bound"
                 )
+                await self.lease.check(server=True)
                 report.purged += await purge_expired_trash(
                     self.episodic, self.graph, self.locks, scopes, self.policy.trash_retention_days
                 )
                 # In proportion to what changed (EpisodicStore.maintenance_due), not every run.
                 await self.episodic.maintain(force=trigger == "on_demand")
                 await steps.step(f"purged {report.purged} expired trash items")
+            logger.info("consolidation finished by %s (%s, token %s)", self.lease.holder, trigger,
+                        token)  # fmt: skip
         report.took_ms = round((time.perf_counter() - started) * 1000, 2)
         report.finished_at = now()
         if not dry_run:
@@ -408,6 +440,7 @@ class Consolidator:
             if tagging.tagged_by == HeuristicTagger.name:
                 return
             u = tagging.utility
+            await self.lease.check()
             async with self.locks.scope(scope):
                 await self.episodic.update(
                     [row.id],

@@ -23,7 +23,8 @@ from typing import Any
 from rdflib import Dataset, Graph, URIRef
 from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
 
-from .errors import ConfigError, StoreError
+from .errors import ConfigError, LeaseLost, StoreError
+from .lease import current_fence, fenced_update
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +83,19 @@ class SparqlDataset:
         return {"op": "drop", "graph": str(iri)}
 
     def commit(self, entries: list[dict[str, Any]]) -> None:
-        """Replace or drop whole graphs in one update request."""
+        """Replace or drop whole graphs in one update request. Under a consolidation lease's
+        fence (lease.py) the request applies only while the fence's token is current, and a
+        fence found gone afterwards is LeaseLost."""
         if not entries:
+            return
+        fence = current_fence()
+        if fence is not None:
+            self.store.update(fenced_update(entries, fence))
+            if not self.store.query(fence.ask(), {}, {}, None).askAnswer:
+                raise LeaseLost(
+                    f"the consolidation lease's token {fence.token} is no longer current: "
+                    "this commit was refused or is the last one applied under it"
+                )
             return
         parts = []
         for entry in entries:

@@ -21,7 +21,7 @@ LAYERS: dict[str, set[str]] = {
     # Stores, model runtimes and the text readers: each wraps one library or one model.
     "adapters": {"heap", "rdf_memory", "journal", "lance", "working_set", "records", "retention",
                  "episodic", "graph_io", "provenance", "graph", "sparql", "state", "ownership",
-                 "embeddings", "syntax", "llm",
+                 "lease", "embeddings", "syntax", "llm",
                  "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",
                  "redaction", "discourse", "verb_frames", "copulas", "extraction", "linkage",
                  "heuristics", "write_cues", "parse_cues", "durable"},

@@ -80,3 +80,16 @@ def test_a_bad_setting_is_one_line_naming_its_variable_and_never_the_token(monke
     assert "server.port (CRANIMEM_SERVER__PORT): Input should be a valid integer" in message
     assert "CRANIMEM_TOKEN must be at least 16 characters long (it has 12)" in message
     assert "s3cret" not in message
+
+
+def test_the_consolidation_lease_follows_the_graph_store_unless_named(tmp_path):
+    from cranimem_mcp.lease import LocalLease, SparqlLease, consolidation_lease
+
+    def lease(kind: str, store: str, endpoint: str | None = None):
+        return consolidation_lease(kind, store, endpoint, endpoint, 30.0, lambda *_: None)
+
+    assert isinstance(lease("auto", "local"), LocalLease)
+    assert isinstance(lease("auto", "sparql", "http://127.0.0.1:1/q"), SparqlLease)
+    assert isinstance(lease("local", "sparql", "http://127.0.0.1:1/q"), LocalLease)
+    with pytest.raises(ConfigError, match="needs graph.query_endpoint"):
+        lease("sparql", "local")
