@@ -4,6 +4,7 @@ at once, reading each other's writes; and what a caller reads when the table can
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,9 +28,10 @@ DIM = 8
 def memory(text: str, scope: str = "s") -> Memory:
     rng = np.random.default_rng(len(text))
     vector = rng.standard_normal(DIM).astype(np.float32)
+    vector /= np.linalg.norm(vector)
     stamp = datetime(2026, 1, 1, tzinfo=UTC)
     return Memory(id=new_id(), scope=scope, tier="buffer", content=text,
-                  content_hash=content_hash(text), vector=(vector / np.linalg.norm(vector)).tolist(),
+                  content_hash=content_hash(text), vector=vector.tolist(),
                   created_at=stamp, tier_changed_at=stamp, turn=1)  # fmt: skip
 
 
@@ -74,7 +76,7 @@ async def test_two_writers_inserting_one_text_at_once_store_it_once(s3):
         text = f"I am allergic to peanuts ({round_})."
         stored: list[bool] = []
 
-        async def insert(s: EpisodicStore, text: str = text) -> None:
+        async def insert(s: EpisodicStore, text: str = text, stored: list = stored) -> None:
             stored.append(await s.insert(memory(text)))
 
         async with anyio.create_task_group() as tg:
@@ -90,9 +92,7 @@ async def test_two_writers_inserting_one_text_at_once_store_it_once(s3):
 
 
 def memory_in_trash(m: Memory) -> Memory:
-    from dataclasses import replace
-
-    return replace(m, tier="trash", vector=m.vector or [0.0] * DIM)
+    return replace(m, tier="trash", vector=memory(m.content).vector)
 
 
 @pytest.fixture
