@@ -72,7 +72,8 @@ def _add_missing_columns(table: Any, schema: pa.Schema) -> None:
     # per-process duplicate check only (docs/SCALING.md, Replicas).
     table.add_columns([f.with_nullable(True).remove_metadata() for f in missing])
     if LIVE_KEY in {f.name for f in missing}:
-        table.update(values_sql={LIVE_KEY: LIVE_KEY_SQL})
+        for where, value in LIVE_KEY_SQL.items():
+            table.update(where=where, values_sql={LIVE_KEY: value})
 
 
 def _ensure_indexes(table: Any) -> None:

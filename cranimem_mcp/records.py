@@ -82,8 +82,8 @@ def live_key(memory: Memory) -> str:
     return f"{memory.scope}/{memory.content_hash}"
 
 
-# The same, in SQL, for a table made before the column existed.
-LIVE_KEY_SQL = "CASE WHEN tier = 'trash' THEN id ELSE concat(scope, '/', content_hash) END"
+# The same, in SQL (lance's: no CASE), for a table made before the column existed.
+LIVE_KEY_SQL = {"tier = 'trash'": "id", "tier <> 'trash'": "concat(scope, '/', content_hash)"}
 
 
 # Unique or near-unique columns get a B-tree, low-cardinality ones a bitmap.

@@ -183,3 +183,29 @@ async def test_a_table_that_cannot_open_is_a_tool_error_naming_the_cause(s3, tmp
                     f"Error executing tool {tool}: cannot open the episodic store at "
                     f"{location['uri']}: {reason}"
                 )
+
+
+@pytest.mark.object_store
+async def test_a_table_made_before_the_key_gets_it_computed_for_every_row(
+    tmp_path, episodic_location
+):
+    """A table of an older version (no ``live_key`` column) opens with the column added and
+    filled in (scope and content hash while live, the id in the trash), and takes writes."""
+    from cranimem_mcp.lance import lancedb
+    from cranimem_mcp.records import LIVE_KEY, schema, to_arrow
+
+    uri = episodic_location.get("uri", str(tmp_path / "old"))
+    options = episodic_location.get("storage_options")
+    full = schema(DIM)
+    older = full.remove(full.get_field_index(LIVE_KEY))
+    live, trashed = memory("I like tea."), replace(memory("I like coffee."), tier="trash")
+    db = lancedb.connect(uri, storage_options=options)
+    db.create_table("memories", to_arrow([live, trashed], full, DIM).select(older.names))
+    s = EpisodicStore(uri, DIM, options, shared=bool(episodic_location))
+    await s.open()
+    keys = {r["id"]: r[LIVE_KEY] for r in s._table.search().select(["id", LIVE_KEY]).to_list()}
+    assert keys == {live.id: f"s/{live.content_hash}", trashed.id: trashed.id}
+    if s._shared:  # the key works as a merge key, though not as the primary key
+        assert not await s.insert(memory("I like tea."))
+    assert await s.insert(memory("I like juice."))
+    assert await s.count("s", ("buffer",)) == 2
