@@ -209,3 +209,19 @@ async def test_a_table_made_before_the_key_gets_it_computed_for_every_row(
         assert not await s.insert(memory("I like tea."))
     assert await s.insert(memory("I like juice."))
     assert await s.count("s", ("buffer",)) == 2
+
+
+async def test_the_example_replica_configuration_opens_its_bucket(s3, tmp_path):
+    """configs/replica-s3.example.toml, with its endpoint pointed at the test server: the
+    store opens in its bucket and takes a write (the documented options are the working ones)."""
+    from cranimem_mcp.config import load_settings
+
+    example = Path(__file__).parent.parent / "configs" / "replica-s3.example.toml"
+    e = load_settings(config=example, home=tmp_path / "data").episodic
+    bucket = e.uri.removeprefix("s3://").split("/")[0]
+    s3.location(bucket)  # the bucket is made
+    options = {**e.storage_options, "aws_endpoint": s3.url}
+    s = EpisodicStore(e.uri, DIM, options, e.working_set_rows, shared=True)
+    await s.open()
+    assert await s.insert(memory("I like tea."))
+    assert (await s.find_hash("s", content_hash("I like tea."))) is not None
