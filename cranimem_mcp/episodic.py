@@ -182,7 +182,7 @@ class EpisodicStore:
         except StoreError:
             raise
         except Exception as exc:
-            raise StoreError(f"episodic store operation failed: {exc}") from exc
+            raise StoreError(f"episodic store operation failed: {reason(exc)}") from exc
 
     # --- writes ----------------------------------------------------------------------------
 
