@@ -10,10 +10,9 @@ leaves no old version of a deleted row on disk; what goes in and comes out are r
 (:class:`~cranimem_mcp.models.Memory` and the projections in :mod:`.records`), and filters
 are built only from validated values (:mod:`.records`).
 
-A *shared* table (one that other processes write too: replicas on object storage) is read
-at its latest version, a new memory goes in keyed on scope and content hash so that two
-writers store one text once (:meth:`EpisodicStore.insert`), and the working set is
-dropped whenever the table's version moved by a commit not ours (docs/SCALING.md).
+A *shared* table (other processes write it too: replicas) is read at its latest version, a
+new text is stored once however many write it (:meth:`EpisodicStore.insert`), and the
+working set is dropped when a commit not ours moved the version (docs/SCALING.md).
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from .records import (
     COLUMNS,
     KEY_COLUMNS,
     LIVE_KEY,
+    LIVE_KEY_SQL,
     META_COLUMNS,
     Hit,
     MemoryKey,
@@ -139,9 +139,9 @@ class EpisodicStore:
             return result
 
     async def _follow_table(self) -> None:
-        """A shared table: if its version moved since the working set last matched it
-        (another writer committed), drop the working set; each scope is reloaded from the
-        table on its next use. Costs one look at the latest version (on S3, a listing)."""
+        """A shared table: if its version moved since the working set matched it (another
+        writer committed), drop the working set (each scope reloads on its next use). Costs
+        a look at the latest version (on S3, a listing)."""
         if not self._shared or not self._ws.enabled:
             return
         async with self._lock:
@@ -194,11 +194,10 @@ class EpisodicStore:
 
     async def insert(self, memory: Memory) -> bool:
         """Store a new live memory unless its scope holds a live one with the same content
-        (the key of :func:`.records.live_key`); returns whether it was stored. On a shared
-        table this is LanceDB's ``merge_insert`` on that key, so two writers inserting one
-        text at once store it once (the key is the table's primary key: the second commit
-        conflicts and is retried, and then finds the row). Alone on its table, this process's
-        scope lock and :meth:`find_hash` already hold that, and a plain append is cheaper."""
+        (:func:`.records.live_key`); returns whether it was stored. Shared: ``merge_insert``
+        on that key, the table's primary key, so of two writers inserting one text at once
+        the second commit conflicts, is retried and finds the row. Alone on its table, the
+        scope lock and :meth:`find_hash` already hold that: a plain append is cheaper."""
         if not self._shared:
             await self.add([memory])
             return True
@@ -231,13 +230,18 @@ class EpisodicStore:
     async def update(self, ids: Sequence[str], values: dict[str, Any]) -> None:
         if not ids:
             return
-        if set(values) & {"id", "scope", "tier", "content_hash"}:  # the duplicate check's key
-            raise StoreError("identity columns change through upsert, with the whole record")
         # Changing a mirrored column in place is rare (never on the hot path): start over.
         follow = self._ws.drop if set(values) & {*FIELDS, "scope", "vector"} else None
-        await self._write(
-            lambda: self._table.update(where=ids_filter(ids), values=values), follow=follow
-        )
+        where = ids_filter(ids)
+
+        def run() -> Any:
+            result = self._table.update(where=where, values=values)
+            if set(values) & {"scope", "tier", "content_hash"}:  # the duplicate check's key
+                for which, key in LIVE_KEY_SQL.items():
+                    result = self._table.update(f"{where} AND {which}", values_sql={LIVE_KEY: key})
+            return result
+
+        await self._write(run, follow=follow)
 
     async def touch(self, ids: Sequence[str], when: datetime, times: int = 1) -> None:
         """Count ``times`` recalls of each of these memories (feeds the replay score's
@@ -456,7 +460,17 @@ class EpisodicStore:
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
-            return await self._hybrid_mirrored(mirrored, where, vector, terms, tiers, limit)
+            near = mirrored.nearest(vector, tiers, limit)
+            if not terms:  # no words to search for: a vector search, as LanceDB would run it
+                return [Hit(e, sim, sim) for e, sim in near]
+
+            def fts() -> list[dict[str, Any]]:
+                query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
+                return query.limit(limit).select(["id", "_score"]).to_list()
+
+            found = [(r["id"], float(r["_score"])) for r in await self._run(fts)]
+            text = [(i, score) for i, score in found if i in mirrored]
+            return fuse(self._reranker, mirrored, vector, near, text, limit)
 
         def run() -> list[dict[str, Any]]:
             if not terms:
@@ -476,23 +490,3 @@ class EpisodicStore:
             sim = float(np.asarray(r["vector"], dtype=np.float32) @ vector)
             hits.append(Hit(entry(r), sim, float(r.get("_relevance_score", sim))))
         return hits
-
-    async def _hybrid_mirrored(
-        self,
-        mirrored: ScopeSet,
-        where: str | None,
-        vector: np.ndarray,
-        terms: str,
-        tiers: Iterable[str],
-        limit: int,
-    ) -> list[Hit]:
-        near = mirrored.nearest(vector, tiers, limit)
-        if not terms:  # no words to search for: a vector search, as LanceDB would run it
-            return [Hit(e, sim, sim) for e, sim in near]
-
-        def fts() -> list[dict[str, Any]]:
-            query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
-            return query.limit(limit).select(["id", "_score"]).to_list()
-
-        text = [(r["id"], float(r["_score"])) for r in await self._run(fts) if r["id"] in mirrored]
-        return fuse(self._reranker, mirrored, vector, near, text, limit)

@@ -225,3 +225,21 @@ async def test_the_example_replica_configuration_opens_its_bucket(s3, tmp_path):
     await s.open()
     assert await s.insert(memory("I like tea."))
     assert (await s.find_hash("s", content_hash("I like tea."))) is not None
+
+
+@pytest.mark.object_store
+async def test_a_tier_changed_in_place_moves_the_key_with_it(tmp_path, episodic_location):
+    """``update`` of a row's tier (the crash tests' way to stage a half-done change) keeps
+    the duplicate check's key in step: trashed, its text can be stored again."""
+    from cranimem_mcp.records import LIVE_KEY
+
+    uri = episodic_location.get("uri", str(tmp_path / "t"))
+    s = EpisodicStore(uri, DIM, episodic_location.get("storage_options"), shared=True)
+    await s.open()
+    first = memory("I like tea.")
+    assert await s.insert(first)
+    assert not await s.insert(memory("I like tea."))
+    await s.update([first.id], {"tier": "trash"})
+    (row,) = s._table.search().where(f"id = '{first.id}'").select([LIVE_KEY]).to_list()
+    assert row[LIVE_KEY] == first.id
+    assert await s.insert(memory("I like tea."))
