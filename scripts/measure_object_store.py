@@ -1,6 +1,7 @@
 """What the episodic table costs on object storage and as a shared (replica) table.
 
 .venv/bin/python scripts/measure_object_store.py [--rows 1000] [--writes 40]   (dev extra)
+.venv/bin/python scripts/measure_object_store.py --engine   (remember, whole, local vs S3)
 
 Four placements of one table, each filled with ``--rows`` memories of one scope, then timed:
 a write (:meth:`EpisodicStore.insert` of a new memory), the duplicate check of a new text
@@ -80,11 +81,39 @@ async def measure(name: str, path: str, options: dict, shared: bool, rows: int, 
     print(f"| {name} | {ms(write)} | {ms(check)} | {after} |")
 
 
+async def measure_engine(name: str, episodic: dict, writes: int) -> None:
+    """``remember`` through the whole write path (embedding, gate, insert, supersession)."""
+    from cranimem_mcp.config import Settings, load_settings
+    from cranimem_mcp.embeddings import OnnxEmbedder
+    from cranimem_mcp.engine import MemoryEngine
+
+    with tempfile.TemporaryDirectory() as home:
+        data = load_settings(home=Path(home)).model_dump()
+        data["episodic"].update(episodic)
+        settings = Settings.model_validate(data)
+        embedder = OnnxEmbedder(threads=1)
+        async with MemoryEngine(settings, embedder=embedder, background=False) as engine:
+            await engine.remember("warm up: I like tea.", pin=True)
+            took = []
+            for i in range(writes):
+                t = time.perf_counter()
+                await engine.remember(f"Person{i} works at Company{i % 7} in Lisbon.", pin=True)
+                took.append(time.perf_counter() - t)
+    print(f"| {name} | {ms(took)} |")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--writes", type=int, default=40)
+    parser.add_argument("--engine", action="store_true", help="time remember, whole")
     args = parser.parse_args()
+    if args.engine:
+        print(f"remember, {args.writes} writes, median ms\n| table | remember |\n|---|---|")
+        with s3_server() as s3:
+            await measure_engine("local", {}, args.writes)
+            await measure_engine("s3 shared", s3.location("engine"), args.writes)
+        return
     print(f"{args.rows} rows in the scope, {args.writes} writes; medians in ms")
     print("| table | write | duplicate check | check after another's commit |")
     print("|---|---|---|---|")
