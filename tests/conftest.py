@@ -72,10 +72,13 @@ def episodic_location(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test marked ``object_store`` runs twice: on a local table and on S3 (moto)."""
+    """A test marked ``object_store`` runs twice: on a local table and on S3 (moto). The S3
+    run is slow (every table operation is several HTTP requests to a server in Python):
+    ``scripts/test`` runs it, ``--quick`` keeps to the local one."""
     if metafunc.definition.get_closest_marker("object_store") is not None:
         if "episodic_location" in metafunc.fixturenames:
-            metafunc.parametrize("episodic_location", ["local", "s3"], indirect=True)
+            s3 = pytest.param("s3", marks=pytest.mark.slow)
+            metafunc.parametrize("episodic_location", ["local", s3], indirect=True)
 
 
 def make_settings(home: Path, **sections: dict[str, Any]) -> Settings:

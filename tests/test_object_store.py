@@ -39,6 +39,7 @@ def store(location: dict, **kwargs) -> EpisodicStore:
     return EpisodicStore(location["uri"], DIM, location["storage_options"], shared=True, **kwargs)
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_replicas_opening_one_fresh_table_at_once_all_open_it(s3):
     """Eight stores open the same fresh S3 table at once: all succeed, and there is one table
     with one set of indexes (it failed with "Table 'memories' already exists" before)."""
@@ -65,6 +66,7 @@ async def test_replicas_opening_one_fresh_table_at_once_all_open_it(s3):
     assert {("content",), ("id",), ("content_hash",), ("scope",), ("tier",)} <= set(indexed)
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_two_writers_inserting_one_text_at_once_store_it_once(s3):
     """Six stores (each its own process's view) insert the same text into one scope at the
     same time: one row. A plain append stored six."""
@@ -112,6 +114,7 @@ def two_engines(s3, tmp_path: Path, minilm):
     return opened
 
 
+@pytest.mark.slow  # over ~5 s
 async def test_a_write_through_one_replica_is_found_by_the_other(two_engines):
     """B's working set follows the table: after A writes, B's recall finds it and B's
     duplicate check merges a repeat instead of storing it twice (before: B's handle stayed at
@@ -152,7 +155,9 @@ async def test_two_replicas_writing_one_text_at_once_store_it_once(two_engines):
         assert len(rows) == 1 and rows[0].frequency == 2
 
 
-@pytest.mark.parametrize("broken", ["no such bucket", "nobody listening"])
+@pytest.mark.parametrize(
+    "broken", ["no such bucket", pytest.param("nobody listening", marks=pytest.mark.slow)]
+)  # the refused connection is retried for seconds
 async def test_a_table_that_cannot_open_is_a_tool_error_naming_the_cause(s3, tmp_path, broken):
     """Through a real MCP client: the open's failure is the tool's error, with the object
     store's reason in a line (not the bare "Error executing tool", not a Rust dump), and the
