@@ -110,6 +110,7 @@ class MemoryEngine:
             settings.retrieval.fusion,
             settings.retrieval.vector_weight,
             VersionRetention(e.keep_versions, e.keep_versions_seconds, e.max_disk_ratio),
+            shared=e.uri is not None,  # a table at a URI may have other writers (replicas)
         )
         if settings.graph.store == "sparql":
             from .sparql import SparqlDataset

@@ -9,6 +9,10 @@ Invariants: writes are serialised by one lock and run off the event loop; a hard
 leaves no old version of a deleted row on disk; what goes in and comes out are records
 (:class:`~cranimem_mcp.models.Memory` and the projections in :mod:`.records`), and filters
 are built only from validated values (:mod:`.records`).
+
+A *shared* table (other processes write it too: replicas) is read at its latest version, a
+new text is stored once however many write it (:meth:`EpisodicStore.insert`), and the
+working set is dropped when a commit not ours moved the version (docs/SCALING.md).
 """
 
 from __future__ import annotations
@@ -23,17 +27,19 @@ from typing import Any
 
 import anyio
 import numpy as np
-import pyarrow as pa
 
 from . import heap
 from .errors import StoreError
-from .lance import FTS, LanceHybridQueryBuilder, LinearCombinationReranker, RRFReranker, lancedb
+from .fusion import fuse
+from .lance import FTS, LinearCombinationReranker, RRFReranker, reason
+from .lance_table import connect, open_table
 from .models import Memory, MemoryEntry
 from .records import (
     COLUMNS,
     KEY_COLUMNS,
+    LIVE_KEY,
+    LIVE_KEY_SQL,
     META_COLUMNS,
-    SCALAR_INDEXES,
     Hit,
     MemoryKey,
     entry,
@@ -65,13 +71,15 @@ class EpisodicStore:
         fusion: str = "rrf",
         vector_weight: float = 0.7,
         retention: VersionRetention | None = None,
+        shared: bool = False,
     ) -> None:
         """``path``: a local directory, or any LanceDB URI (``s3://bucket/prefix``, ...)
         with its ``storage_options``. ``working_set_rows`` bounds the in-memory copy of
         live memories that answers the hot-path questions (0: always ask LanceDB).
         ``fusion`` ("rrf" or "linear", with ``vector_weight``) picks the LanceDB reranker
         that fuses the vector and full-text halves of :meth:`hybrid`. ``retention``: what
-        :meth:`maintain` keeps of old table versions."""
+        :meth:`maintain` keeps of old table versions. ``shared``: other processes write the
+        table too (see the module docstring)."""
         self._path = path
         self._retention = retention or VersionRetention()
         self._commits = 0  # commits since the last maintenance
@@ -81,6 +89,8 @@ class EpisodicStore:
         self._db: Any = None
         self._table: Any = None
         self._lock = anyio.Lock()
+        self._shared = shared
+        self._version: int | None = None  # of the table the working set matches (shared)
         self._ws = WorkingSet(dim, working_set_rows)
         self._schema = schema(dim)
         self._reranker: Any = (
@@ -96,65 +106,57 @@ class EpisodicStore:
         try:
             if isinstance(self._path, Path):
                 self._path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._db = self._connect()
-            if TABLE in self._db.list_tables().tables:
-                self._table = self._db.open_table(TABLE)
-                width = self._table.schema.field("vector").type.list_size
-                if width != self._dim:
-                    raise StoreError(
-                        f"the episodic table holds {width}-d vectors, the embedder gives "
-                        f"{self._dim}-d"
-                    )
-                self._add_missing_columns()
-            else:
-                self._table = self._db.create_table(TABLE, schema=schema(self._dim))
-            if not any(ix.index_type == "FTS" for ix in self._table.list_indices()):
-                self._table.create_index("content", config=FTS(), replace=True)
-            self._ensure_scalar_indexes()
+            self._db = connect(self._path, self._storage_options, self._shared)
+            self._table = open_table(self._db, TABLE, self._schema)
             self._rows = self._table.count_rows()
+            self._version = self._table.version
         except StoreError:
             raise
         except Exception as exc:  # lance raises bare OSError/RuntimeError/ValueError
-            raise StoreError(f"cannot open the episodic store at {self._path}: {exc}") from exc
-
-    def _add_missing_columns(self) -> None:
-        """A table made by an older version gets the columns added since (as nulls)."""
-        have = set(self._table.schema.names)
-        missing = [f for f in self._schema if f.name not in have]
-        if missing:
-            logger.info("adding columns %s to the episodic table", [f.name for f in missing])
-            self._table.add_columns(missing)
-
-    def _ensure_scalar_indexes(self) -> None:
-        """Every hot-path filter (``id IN``, ``content_hash =``, ``scope =``, ``tier IN``) has a
-        scalar index, so it reads index pages instead of scanning the table. Measured on this
-        machine at 100k rows: count_rows by scope and tier 19 -> 2 ms, find by content_hash
-        77 -> 5 ms, vector search prefiltered to a small scope 384 -> 23 ms. Rows added later
-        are scanned until :meth:`maintain` folds them into the indexes."""
-        have = {tuple(ix.columns) for ix in self._table.list_indices()}
-        for column, config in SCALAR_INDEXES.items():
-            if (column,) not in have:
-                self._table.create_index(column, config=config(), replace=True)
+            why = reason(exc)
+            raise StoreError(f"cannot open the episodic store at {self._path}: {why}") from exc
 
     async def _write(self, fn: Any, *args: Any, follow: Any = None) -> Any:
         """Run a change under the write lock; ``follow()`` then applies it to the working
-        set. A change that fails may or may not have committed: the working set is dropped."""
+        set. A change that fails may or may not have committed: the working set is dropped.
+        On a shared table, so is a working set that missed another writer's commit: ``fn``
+        returns LanceDB's result, whose version is the one after ours."""
         async with self._lock:
             self._commits += 1
             try:
                 result = await self._run(fn, *args)
             except BaseException:
                 self._ws.drop()
+                self._version = None
                 raise
+            if self._shared:
+                version = getattr(result, "version", None)
+                if version is None or self._version is None or version != self._version + 1:
+                    self._ws.drop()  # another commit came between: reloaded on next use
+                self._version = version
             if follow is not None:
                 follow()
             return result
+
+    async def _follow_table(self) -> None:
+        """A shared table: if its version moved since the working set matched it (another
+        writer committed), drop the working set (each scope reloads on its next use). Costs
+        a look at the latest version (on S3, a listing)."""
+        if not self._shared or not self._ws.enabled:
+            return
+        async with self._lock:
+            version = await self._run(lambda: self._table.version)
+            if version != self._version:
+                logger.debug("table version %s -> %s: working set dropped", self._version, version)
+                self._ws.drop()
+                self._version = version
 
     async def _mirrored(self, scope: str | None, tiers: Iterable[str] | None) -> ScopeSet | None:
         """The working set of ``scope`` when it can answer for ``tiers`` (live ones only),
         loaded from the table on first use."""
         if scope is None or tiers is None or not set(tiers) <= set(LIVE):
             return None
+        await self._follow_table()
         found = self._ws.get(scope)
         if found is not None or not self._ws.wanted(scope):
             return found
@@ -180,7 +182,7 @@ class EpisodicStore:
         except StoreError:
             raise
         except Exception as exc:
-            raise StoreError(f"episodic store operation failed: {exc}") from exc
+            raise StoreError(f"episodic store operation failed: {reason(exc)}") from exc
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -190,14 +192,37 @@ class EpisodicStore:
             follow=lambda: self._ws.apply(records),
         )
 
+    async def insert(self, memory: Memory) -> bool:
+        """Store a new live memory unless its scope holds a live one with the same content
+        (:func:`.records.live_key`); returns whether it was stored. Shared: ``merge_insert``
+        on that key, the table's primary key, so of two writers inserting one text at once
+        the second commit conflicts, is retried and finds the row. Alone on its table, the
+        scope lock and :meth:`find_hash` already hold that: a plain append is cheaper."""
+        if not self._shared:
+            await self.add([memory])
+            return True
+        data = to_arrow([memory], self._schema, self._dim)
+        inserted: list[bool] = []
+
+        def run() -> Any:
+            merge = self._table.merge_insert(LIVE_KEY).when_not_matched_insert_all()
+            result = merge.execute(data)
+            inserted.append(result.num_inserted_rows > 0)
+            return result
+
+        await self._write(run, follow=lambda: inserted[0] and self._ws.apply([memory]))
+        return inserted[0]
+
     async def upsert(self, records: list[Memory]) -> None:
         """Replace whole records by id in one commit (a batch of tier changes)."""
         if not records:
             return
 
-        def run() -> None:
-            self._table.merge_insert("id").when_matched_update_all().execute(
-                to_arrow(records, self._schema, self._dim)
+        def run() -> Any:
+            return (
+                self._table.merge_insert("id")
+                .when_matched_update_all()
+                .execute(to_arrow(records, self._schema, self._dim))
             )
 
         await self._write(run, follow=lambda: self._ws.apply(records))
@@ -207,9 +232,16 @@ class EpisodicStore:
             return
         # Changing a mirrored column in place is rare (never on the hot path): start over.
         follow = self._ws.drop if set(values) & {*FIELDS, "scope", "vector"} else None
-        await self._write(
-            lambda: self._table.update(where=ids_filter(ids), values=values), follow=follow
-        )
+        where = ids_filter(ids)
+
+        def run() -> Any:
+            result = self._table.update(where=where, values=values)
+            if set(values) & {"scope", "tier", "content_hash"}:  # the duplicate check's key
+                for which, key in LIVE_KEY_SQL.items():
+                    result = self._table.update(f"{where} AND {which}", values_sql={LIVE_KEY: key})
+            return result
+
+        await self._write(run, follow=follow)
 
     async def touch(self, ids: Sequence[str], when: datetime, times: int = 1) -> None:
         """Count ``times`` recalls of each of these memories (feeds the replay score's
@@ -219,8 +251,8 @@ class EpisodicStore:
         stamp = when.isoformat().replace("+00:00", "")
         times = int(times)
 
-        def run() -> None:
-            self._table.update(
+        def run() -> Any:
+            return self._table.update(
                 where=ids_filter(ids),
                 values_sql={
                     "access_count": f"access_count + {times}",
@@ -291,12 +323,9 @@ class EpisodicStore:
         handle lets the old one go. Measured with scripts/measure_rss.py (1,000 writes of
         the soak's stream): 193 -> 440 MB with one handle, 193 -> 281 MB reopened at every
         consolidation. Reads in flight keep the old handle until they finish."""
-        db = self._connect()
+        db = connect(self._path, self._storage_options, self._shared)
         table = db.open_table(TABLE)
         self._db, self._table = db, table
-
-    def _connect(self) -> Any:
-        return lancedb.connect(str(self._path), storage_options=self._storage_options or None)
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -431,7 +460,17 @@ class EpisodicStore:
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
-            return await self._hybrid_mirrored(mirrored, where, vector, terms, tiers, limit)
+            near = mirrored.nearest(vector, tiers, limit)
+            if not terms:  # no words to search for: a vector search, as LanceDB would run it
+                return [Hit(e, sim, sim) for e, sim in near]
+
+            def fts() -> list[dict[str, Any]]:
+                query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
+                return query.limit(limit).select(["id", "_score"]).to_list()
+
+            found = [(r["id"], float(r["_score"])) for r in await self._run(fts)]
+            text = [(i, score) for i, score in found if i in mirrored]
+            return fuse(self._reranker, mirrored, vector, near, text, limit)
 
         def run() -> list[dict[str, Any]]:
             if not terms:
@@ -451,50 +490,3 @@ class EpisodicStore:
             sim = float(np.asarray(r["vector"], dtype=np.float32) @ vector)
             hits.append(Hit(entry(r), sim, float(r.get("_relevance_score", sim))))
         return hits
-
-    async def _hybrid_mirrored(
-        self,
-        mirrored: ScopeSet,
-        where: str | None,
-        vector: np.ndarray,
-        terms: str,
-        tiers: Iterable[str],
-        limit: int,
-    ) -> list[Hit]:
-        near = mirrored.nearest(vector, tiers, limit)
-        text_ids: list[str] = []
-        if terms:
-
-            def fts() -> list[dict[str, Any]]:
-                query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
-                return query.limit(limit).select(["id", "_score"]).to_list()
-
-            found = [r for r in await self._run(fts) if r["id"] in mirrored]
-            text_ids = [r["id"] for r in found]
-            text_scores = {r["id"]: float(r["_score"]) for r in found}
-        else:  # no words to search for: a vector search, as LanceDB would run it
-            return [Hit(e, sim, sim) for e, sim in near]
-        # The reranker wants integer row ids, and scores normalised as LanceDB's hybrid
-        # query normalises them (min-max per list) before it fuses.
-        ids = list(dict.fromkeys([*(e.id for e, _s in near), *text_ids]))
-        number = {memory_id: n for n, memory_id in enumerate(ids)}
-        normalise = LanceHybridQueryBuilder._normalize_scores
-        vector_half = pa.table({
-            "_rowid": pa.array([number[e.id] for e, _s in near], pa.uint64()),
-            "_distance": normalise(pa.array([1.0 - s for _e, s in near], pa.float32())),
-        })  # fmt: skip
-        text_half = pa.table({
-            "_rowid": pa.array([number[i] for i in text_ids], pa.uint64()),
-            "_score": normalise(pa.array([text_scores[i] for i in text_ids], pa.float32())),
-        })  # fmt: skip
-        fused = self._reranker.rerank_hybrid("", vector_half, text_half)
-        out = []
-        ranked = zip(
-            fused["_rowid"].to_pylist(), fused["_relevance_score"].to_pylist(), strict=True
-        )
-        for rowid, score in list(ranked)[:limit]:
-            found_entry = mirrored.entry(ids[rowid])
-            if found_entry is not None:
-                sim = mirrored.similarity(found_entry.id, vector)
-                out.append(Hit(found_entry, sim, float(score)))
-        return out

@@ -22,7 +22,7 @@ from .coordination import ScopeLocks, StateKeeper
 from .durable import DurableClassifier
 from .embeddings import Embedder, EmbeddingCache
 from .episodic import EpisodicStore
-from .errors import InvalidInput
+from .errors import InvalidInput, StoreError
 from .graph import GraphStore
 from .llm import Tagger
 from .models import (
@@ -170,7 +170,13 @@ class Intake:
                 tier_changed_at=stamp,
                 pinned=pin,
             )
-            await self.episodic.add([memory])
+            if not await self.episodic.insert(memory):
+                # Another replica stored this text since the check above (a shared table):
+                # it is a repeat of theirs.
+                existing = await self.episodic.find_hash(scope, digest)
+                if existing is None:
+                    raise StoreError(f"a write to {scope} was neither stored nor a repeat")
+                return await self._merge(existing, scope, tags, capacity, pin, found)
             self.keeper.save_soon()
             # A new object for a single-valued relation ends the old fact now, so the agent
             # can confirm the change with the user (and recall stops offering the old one).

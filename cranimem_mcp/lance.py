@@ -16,12 +16,14 @@ profiler); on 3.12 and later LanceDB uses ``typing.override``, which only marks 
 While LanceDB imports, it gets that marker here too (``typing_extensions.override``); the stand-in
 leaves ``sys.modules`` afterwards, so anyone else importing ``overrides`` gets the package.
 
-The episodic store imports LanceDB from here and nowhere else.
+The episodic store imports LanceDB from here and nowhere else, and reads its errors with
+:func:`reason`.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import threading
 import types
@@ -89,4 +91,26 @@ __all__ = [
     "LinearCombinationReranker",
     "RRFReranker",
     "lancedb",
+    "reason",
 ]
+
+
+def reason(exc: BaseException) -> str:
+    """The cause a LanceDB error carries, in a line: what its object store answered (an S3
+    error code, its message and bucket; a connection refused) rather than the nested Rust
+    debug output around it, which runs to a kilobyte."""
+    text = str(exc)
+    code = re.search(r"<Code>([^<]+)</Code>", text)
+    if code is not None:
+        message = re.search(r"<Message>([^<]+)</Message>", text)
+        bucket = re.search(r"<BucketName>([^<]+)</BucketName>", text)
+        return (
+            code[1]
+            + (f": {message[1]}" if message else "")
+            + (f" (bucket {bucket[1]!r})" if bucket else "")
+        )
+    if "connect error" in text or "ConnectError" in text:
+        where = re.search(r"uri: Some\((\w+://[^/)\s]+)", text)
+        return f"cannot connect to {where[1] if where else 'the object store'}"
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if len(line) <= 300 else line[:300] + "..."

@@ -12,7 +12,8 @@ goes through :class:`~cranimem_mcp.episodic.EpisodicStore`, which applies it her
 write lock once the commit succeeded; a change it cannot follow exactly (a failed commit, an
 update of a mirrored column) drops the copies it may touch, and a dropped scope is reloaded
 from the table on next use. That holds because this process is the table's only writer (the
-owner lock, docs/SCALING.md).
+owner lock, docs/SCALING.md); on a table other processes write too (replicas), the store
+also drops it whenever the table's version moved by a commit not its own.
 
 Bounded: at most ``max_rows`` memories across scopes, least recently used scopes leave first;
 a scope larger than the bound is not mirrored (the store asks LanceDB, as before).

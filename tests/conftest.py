@@ -21,10 +21,12 @@ os.environ.setdefault("LANCE_LOG", "error")
 # tests import them from here.
 from servers import (  # noqa: E402, F401
     CLI,
+    S3Server,
     Served,
     answering,
     free_port,
     http_server_cmd,
+    s3_server,
     serve_cmd,
     server_env,
     stdio_params,
@@ -47,6 +49,38 @@ def minilm() -> OnnxEmbedder:
     return OnnxEmbedder(threads=1)
 
 
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Server]:
+    """An S3-compatible server on loopback (moto's, in this process), one per session; each
+    test takes a bucket of its own (:meth:`S3Server.location`)."""
+    with s3_server() as server:
+        yield server
+
+
+_BUCKETS = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def episodic_location(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Where the episodic table lives: ``{}`` (under the data directory), or, for a test
+    marked ``object_store`` in its "s3" run, the ``[episodic]`` settings of a fresh bucket
+    on the :func:`s3` server. ``open_engine`` uses it."""
+    if getattr(request, "param", "local") == "local":
+        return {}
+    server = request.getfixturevalue("s3")
+    return server.location(f"bucket-{next(_BUCKETS)}")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``object_store`` runs twice: on a local table and on S3 (moto). The S3
+    run is slow (every table operation is several HTTP requests to a server in Python):
+    ``scripts/test`` runs it, ``--quick`` keeps to the local one."""
+    if metafunc.definition.get_closest_marker("object_store") is not None:
+        if "episodic_location" in metafunc.fixturenames:
+            s3 = pytest.param("s3", marks=pytest.mark.slow)
+            metafunc.parametrize("episodic_location", ["local", s3], indirect=True)
+
+
 def make_settings(home: Path, **sections: dict[str, Any]) -> Settings:
     """Settings for a test: defaults plus per-section overrides, e.g.
     ``make_settings(tmp_path, episodic={"capacity": 3})``."""
@@ -61,14 +95,20 @@ def make_settings(home: Path, **sections: dict[str, Any]) -> Settings:
 
 
 @pytest.fixture
-def open_engine(tmp_path: Path, minilm: OnnxEmbedder) -> Callable[..., Any]:
+def open_engine(
+    tmp_path: Path, minilm: OnnxEmbedder, episodic_location: dict[str, Any]
+) -> Callable[..., Any]:
     """``async with open_engine(consolidation={...}) as engine:`` on a fresh data dir
-    (``home=`` to reopen an existing one). Background consolidation is off unless asked."""
+    (``home=`` to reopen an existing one). Background consolidation is off unless asked.
+    The episodic table is where ``episodic_location`` says (on S3 in the "s3" run of a test
+    marked ``object_store``)."""
 
     @asynccontextmanager
     async def opener(
         home: Path | None = None, background: bool = False, **sections: dict[str, Any]
     ) -> AsyncIterator[MemoryEngine]:
+        if episodic_location:
+            sections["episodic"] = {**episodic_location, **sections.get("episodic", {})}
         settings = make_settings(home or tmp_path / "data", **sections)
         async with MemoryEngine(settings, embedder=minilm, background=background) as engine:
             yield engine

@@ -1,6 +1,7 @@
 """Servers for tests, written once: the argv and environment of a `cranimem-mcp serve`
 subprocess, a subprocess that is handed over only once it answers (and is always stopped),
-and an ASGI app served by uvicorn in a thread (the fake Ollama, the real-model server).
+an ASGI app served by uvicorn in a thread (the fake Ollama, the real-model server), and an
+S3-compatible server in a thread (moto's), for the episodic table on object storage.
 
 conftest.py re-exports the names tests use (``from conftest import free_port``) and builds
 the ``server_process`` and ``http_server`` fixtures on :func:`answering`; the fake servers
@@ -183,3 +184,62 @@ def uvicorn_thread(
     finally:
         server.should_exit = True
         thread.join(join)
+
+
+@dataclass(frozen=True)
+class S3Server:
+    """An S3-compatible server on loopback (moto's, in this process): ``location(bucket)``
+    makes the bucket and gives the episodic settings that put the table in it."""
+
+    url: str
+
+    def storage_options(self) -> dict[str, str]:
+        """What LanceDB's object store needs to reach this server (docs/SCALING.md)."""
+        return {
+            "aws_endpoint": self.url,
+            "aws_access_key_id": "test",
+            "aws_secret_access_key": "test",
+            "aws_region": "us-east-1",
+            "allow_http": "true",
+        }
+
+    def location(self, bucket: str, prefix: str = "cranimem") -> dict[str, Any]:
+        """The ``[episodic]`` settings of a table in a fresh ``bucket`` (made here)."""
+        httpx.put(f"{self.url}/{bucket}", timeout=10).raise_for_status()
+        return {"uri": f"s3://{bucket}/{prefix}", "storage_options": self.storage_options()}
+
+
+@contextmanager
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server (``moto[server]``) in a thread of this process on a free loopback
+    port. Requests are served one at a time: moto checks a conditional put (``If-None-Match:
+    *``, what LanceDB's commits rely on) and then stores, so two commits served at once could
+    both win, which real S3 never allows. In process rather than a subprocess: nothing to
+    spawn, so the tests that use it run in the quick suite too."""
+    import logging
+
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    app = DomainDispatcherApplication(create_backend_app)
+    one_at_a_time = threading.Lock()
+
+    def serialised(environ: dict[str, Any], start_response: Any) -> Any:
+        with one_at_a_time:
+            return list(app(environ, start_response))
+
+    server = make_server(
+        "127.0.0.1", 0, serialised, threaded=True, request_handler=MotoRequestHandler
+    )
+    thread = threading.Thread(target=server.serve_forever, name="moto-s3", daemon=True)
+    thread.start()
+    try:
+        yield S3Server(f"http://127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
+        thread.join(30)

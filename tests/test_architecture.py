@@ -19,7 +19,8 @@ LAYERS: dict[str, set[str]] = {
     "domain": {"errors", "models", "naming", "temporal", "validation", "scopes", "lexicon",
                "vocabulary", "service", "consolidation"},
     # Stores, model runtimes and the text readers: each wraps one library or one model.
-    "adapters": {"heap", "rdf_memory", "journal", "lance", "working_set", "records", "retention",
+    "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion", "working_set",
+                 "records", "retention",
                  "episodic", "graph_io", "provenance", "graph", "sparql", "state", "ownership",
                  "lease", "embeddings", "syntax", "llm",
                  "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",
@@ -36,7 +37,8 @@ LAYERS: dict[str, set[str]] = {
 }  # fmt: skip
 ORDER = list(LAYERS)
 LAYER_OF = {m: layer for layer, mods in LAYERS.items() for m in mods}
-STORES = {"episodic", "graph", "graph_io", "provenance", "sparql", "lance", "working_set",
+STORES = {"episodic", "graph", "graph_io", "provenance", "sparql", "lance", "lance_table",
+          "fusion", "working_set",
           "journal", "rdf_memory"}  # fmt: skip
 # Faces that reach past the service on purpose, and why.
 STORE_ACCESS = {

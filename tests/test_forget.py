@@ -27,6 +27,7 @@ def files_containing(root: Path, needle: str) -> list[str]:
     return hits
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_forgetting_a_memory_retracts_its_facts_but_keeps_shared_ones(open_engine):
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         a = await engine.remember("Alice works at Acme Robotics.")
@@ -59,6 +60,7 @@ async def test_forgetting_a_memory_retracts_its_facts_but_keeps_shared_ones(open
         assert ("Acme Robotics", "based_in", "Berlin") in facts
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_forget_by_entity_takes_every_memory_that_mentions_it(open_engine):
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         a = await engine.remember("Kenji works at Hoshino Resorts.")
@@ -76,6 +78,7 @@ async def test_forget_by_entity_takes_every_memory_that_mentions_it(open_engine)
         assert all("Kenji" not in f.subject + f.object for f in left.facts)
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_forget_whole_scope_and_restore(open_engine):
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         ids = [(await engine.remember(t, scope="proj")).id for t in ("I use Rust.", "I use tokio.")]
@@ -110,6 +113,7 @@ async def test_hard_forget_leaves_no_copy_on_disk(open_engine, tmp_path):
     assert files_containing(tmp_path / "data", canary) == []
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_soft_forgotten_memory_is_in_the_trash_not_in_recall(open_engine):
     async with open_engine() as engine:
         m = await engine.remember("I am allergic to penicillin.")
@@ -136,6 +140,7 @@ async def test_bad_forget_requests_are_clear_errors_and_change_nothing(open_engi
         assert row.tier == "buffer"
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_trash_past_retention_is_purged_at_consolidation(open_engine):
     async with open_engine(consolidation={"trash_retention_days": 0.0}) as engine:
         m = await engine.remember("I am allergic to penicillin.")

@@ -19,6 +19,7 @@ from cranimem_mcp.models import Entity, Extraction, Relation
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 @pytest.mark.slow  # over ~5 s
 async def test_everything_survives_closing_and_reopening(open_engine, tmp_path):
     home = tmp_path / "data"

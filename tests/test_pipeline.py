@@ -24,6 +24,7 @@ TRIP_FACTS = [
 ]
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_buffer_never_exceeds_capacity_and_overflow_goes_through_replay(open_engine):
     async with open_engine(episodic={"capacity": 3}, consolidation={"every_n_writes": 0}) as engine:
         await engine.set_goal(TRIP)
@@ -46,6 +47,7 @@ async def test_buffer_never_exceeds_capacity_and_overflow_goes_through_replay(op
         assert {rows[i].tier for i in ids[3:]} == {"buffer"}
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_exact_duplicate_is_merged_not_stored_twice(open_engine):
     async with open_engine() as engine:
         first = await engine.remember("I prefer tea over coffee in the morning.")
@@ -56,6 +58,7 @@ async def test_exact_duplicate_is_merged_not_stored_twice(open_engine):
         assert len(rows) == 1 and rows[0].frequency == 2
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_low_replay_item_goes_to_trash_and_restore_brings_it_back(open_engine):
     async with open_engine(consolidation={"tau_consolidation": 0.45}) as engine:
         await engine.set_goal(TRIP)
@@ -119,6 +122,7 @@ async def test_entity_repeated_across_the_buffer_raises_the_score_in_a_real_repl
         assert "entity repeats 1" in by_id[b.id].reason
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_two_hop_question_is_answered_from_graph_facts(open_engine):
     async with open_engine() as engine:
         await engine.set_goal("Help the user with their colleagues and companies")
@@ -161,6 +165,7 @@ async def test_repeated_fact_is_reinforced_not_duplicated(open_engine):
         assert len(works) == 1 and works[0].support == 2
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_recall_merges_both_paths_with_labels_and_counts_access(open_engine, tmp_path):
     home = tmp_path / "data"
     async with open_engine(home) as engine:
@@ -200,6 +205,7 @@ async def test_recall_counts_are_written_in_the_background(open_engine):
         assert row.access_count == 1 and row.last_access is not None
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_scopes_do_not_mix(open_engine):
     async with open_engine() as engine:
         await engine.remember("I work at Acme Robotics.", scope="work")

@@ -100,8 +100,21 @@ def test_working_set_is_bounded_and_least_recently_used_leaves_first():
     assert ws.get("a") is None and ws.wanted("a")
 
 
+def at(location: dict, folder) -> dict:
+    """Where a store of this test lives: ``folder``, or a table of its own in the test's S3
+    bucket (``episodic_location``), shared as replicas share it."""
+    if not location:
+        return {"path": folder}
+    uri = f"{location['uri']}/{folder.name}"
+    return {"path": uri, "storage_options": location["storage_options"], "shared": True}
+
+
 async def _mirror_matches_table(store: EpisodicStore, scope: str) -> None:
-    """What the working set holds for ``scope`` is exactly the table's live rows."""
+    """What the working set holds for ``scope`` is exactly the table's live rows. (Alone on
+    its table the store follows every change in place; on a shared one a maintenance, whose
+    commits cannot be told from another writer's, drops it: then it reloads on next use.)"""
+    if store._shared:
+        await store.count(scope, LIVE)
     mirrored = store._ws.get(scope)
     assert mirrored is not None
     rows = await store.scope_rows(scope, LIVE, vectors=True)
@@ -113,6 +126,7 @@ async def _mirror_matches_table(store: EpisodicStore, scope: str) -> None:
     assert await store.count(scope, ("buffer",)) == sum(r.tier == "buffer" for r in rows)
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 async def test_the_mirror_follows_every_kind_of_change(open_engine):
     """Remember, merge, overflow, consolidation, forget (soft and hard), restore: after each,
     the mirror equals the table, and a mirrored engine answers as an unmirrored one."""
@@ -153,15 +167,18 @@ async def test_the_mirror_follows_every_kind_of_change(open_engine):
         assert a.context == b.context
 
 
+@pytest.mark.object_store  # also on S3 (moto)
 @pytest.mark.parametrize("fusion", ["rrf", "linear"])
-async def test_hybrid_search_matches_lancedb_hybrid_query(tmp_path, fusion):
+async def test_hybrid_search_matches_lancedb_hybrid_query(tmp_path, fusion, episodic_location):
     """The mirrored hybrid search (vector half in memory, full text in LanceDB, fused by the
     same LanceDB reranker) ranks exactly as LanceDB's own hybrid query does."""
     rng = random.Random(3)
     nrng = np.random.default_rng(3)
     words = "alpha beta gamma delta trip Japan budget deploy Friday Atlas Rust ramen".split()
-    mirrored = EpisodicStore(tmp_path / "a", 16, fusion=fusion)
-    plain = EpisodicStore(tmp_path / "b", 16, working_set_rows=0, fusion=fusion)
+    mirrored = EpisodicStore(**at(episodic_location, tmp_path / "a"), dim=16, fusion=fusion)
+    plain = EpisodicStore(
+        **at(episodic_location, tmp_path / "b"), dim=16, working_set_rows=0, fusion=fusion
+    )
     await mirrored.open()
     await plain.open()
     stamp = datetime(2026, 1, 1, tzinfo=UTC)
@@ -185,8 +202,9 @@ async def test_hybrid_search_matches_lancedb_hybrid_query(tmp_path, fusion):
     assert mirrored._ws.get("s") is not None and plain._ws.get("s") is None
 
 
-async def test_a_failed_write_drops_the_mirror(tmp_path):
-    store = EpisodicStore(tmp_path / "e", 8)
+@pytest.mark.object_store  # also on S3 (moto)
+async def test_a_failed_write_drops_the_mirror(tmp_path, episodic_location):
+    store = EpisodicStore(**at(episodic_location, tmp_path / "e"), dim=8)
     await store.open()
     rng = np.random.default_rng(4)
     stamp = datetime(2026, 1, 1, tzinfo=UTC)
