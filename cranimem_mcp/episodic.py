@@ -23,11 +23,11 @@ from typing import Any
 
 import anyio
 import numpy as np
-import pyarrow as pa
 
 from . import heap
 from .errors import StoreError
-from .lance import FTS, LanceHybridQueryBuilder, LinearCombinationReranker, RRFReranker, lancedb
+from .fusion import fuse
+from .lance import FTS, LinearCombinationReranker, RRFReranker, lancedb
 from .models import Memory, MemoryEntry
 from .records import (
     COLUMNS,
@@ -453,48 +453,46 @@ class EpisodicStore:
         return hits
 
     async def _hybrid_mirrored(
-        self,
-        mirrored: ScopeSet,
-        where: str | None,
-        vector: np.ndarray,
-        terms: str,
-        tiers: Iterable[str],
-        limit: int,
-    ) -> list[Hit]:
+        self, mirrored: ScopeSet, where: str | None, vector: np.ndarray, terms: str,
+        tiers: Iterable[str], limit: int,
+    ) -> list[Hit]:  # fmt: skip
         near = mirrored.nearest(vector, tiers, limit)
-        text_ids: list[str] = []
-        if terms:
-
-            def fts() -> list[dict[str, Any]]:
-                query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
-                return query.limit(limit).select(["id", "_score"]).to_list()
-
-            found = [r for r in await self._run(fts) if r["id"] in mirrored]
-            text_ids = [r["id"] for r in found]
-            text_scores = {r["id"]: float(r["_score"]) for r in found}
-        else:  # no words to search for: a vector search, as LanceDB would run it
+        if not terms:  # no words to search for: a vector search, as LanceDB would run it
             return [Hit(e, sim, sim) for e, sim in near]
-        # The reranker wants integer row ids, and scores normalised as LanceDB's hybrid
-        # query normalises them (min-max per list) before it fuses.
-        ids = list(dict.fromkeys([*(e.id for e, _s in near), *text_ids]))
-        number = {memory_id: n for n, memory_id in enumerate(ids)}
-        normalise = LanceHybridQueryBuilder._normalize_scores
-        vector_half = pa.table({
-            "_rowid": pa.array([number[e.id] for e, _s in near], pa.uint64()),
-            "_distance": normalise(pa.array([1.0 - s for _e, s in near], pa.float32())),
-        })  # fmt: skip
-        text_half = pa.table({
-            "_rowid": pa.array([number[i] for i in text_ids], pa.uint64()),
-            "_score": normalise(pa.array([text_scores[i] for i in text_ids], pa.float32())),
-        })  # fmt: skip
-        fused = self._reranker.rerank_hybrid("", vector_half, text_half)
-        out = []
-        ranked = zip(
-            fused["_rowid"].to_pylist(), fused["_relevance_score"].to_pylist(), strict=True
+        found = [r for r in await self._fts(where, terms, limit, ["id"]) if r["id"] in mirrored]
+        fused = fuse(
+            self._reranker,
+            [(e.id, s) for e, s in near],
+            [(r["id"], float(r["_score"])) for r in found],
         )
-        for rowid, score in list(ranked)[:limit]:
-            found_entry = mirrored.entry(ids[rowid])
+        out = []
+        for memory_id, score in fused[:limit]:
+            found_entry = mirrored.entry(memory_id)
             if found_entry is not None:
                 sim = mirrored.similarity(found_entry.id, vector)
-                out.append(Hit(found_entry, sim, float(score)))
+                out.append(Hit(found_entry, sim, score))
         return out
+
+    async def _fts(
+        self, where: str | None, terms: str, limit: int, columns: list[str]
+    ) -> list[dict[str, Any]]:
+        def run() -> list[dict[str, Any]]:
+            query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
+            return query.limit(limit).select([*columns, "_score"]).to_list()
+
+        return await self._run(run)
+
+    async def text_search(
+        self, scope: str, vector: np.ndarray, terms: str, tiers: Iterable[str], limit: int
+    ) -> list[Hit]:
+        """The full-text half alone (BM25 over ``terms``), best first; each hit's similarity
+        is its cosine to ``vector``, its fused score the BM25 score."""
+        tiers = tuple(tiers)
+        ws = await self._mirrored(scope, tiers)
+        columns = list(FIELDS) if ws is not None else [*FIELDS, "vector"]
+        rows = await self._fts(scope_filter(scope, tiers), terms, limit, columns)
+        if ws is not None:
+            sims = {r["id"]: ws.similarity(r["id"], vector) for r in rows if r["id"] in ws}
+        else:
+            sims = {r["id"]: float(np.asarray(r["vector"], np.float32) @ vector) for r in rows}
+        return [Hit(entry(r), sims[r["id"]], float(r["_score"])) for r in rows if r["id"] in sims]

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from rdflib import URIRef
 
-from . import linkage, syntax
+from . import exact, linkage, syntax
 from .coordination import RecallCounts
 from .embeddings import Embedder, EmbeddingCache
 from .episodic import EpisodicStore
@@ -154,7 +154,14 @@ async def episodic_path(
         entries = [e for e in entries if e.happened_at <= as_of]
     # The fused rank orders the candidates; the score is the cosine, lifted a little for the
     # ones full-text search also found near the top (and by the re-scoring, when it is on).
-    ranked = rerank(hits, entries, query, policy)[:k]
+    ranked = rerank(hits, entries, query, policy)
+    words = exact.tokens(query)
+    if words:  # a number or an identifier: the few memories holding it go first
+        found = await episodic.text_search(scope, qvec, " ".join(words), LIVE, 4 * (k + 1))
+        if as_of is not None:
+            found = [h for h in found if h.entry.happened_at <= as_of]
+        ranked = exact.first(ranked, exact.matches(found, words, k))
+    ranked = ranked[:k]
     return [
         RecallItem(
             id=memory.id,
