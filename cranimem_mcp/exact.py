@@ -37,6 +37,7 @@ _EXACT = re.compile(r"\d|_|[a-z][A-Z]")
 # 0.30 below "My favourite movies are Alien and Heat" for "my top 3 movies": the number
 # there is a quantity, not a name, and meaning should win.
 MARGIN = 0.2
+SHARE = 0.05
 LIFT = 0.01  # how far above the best other candidate a promoted memory is shown
 
 
@@ -52,11 +53,12 @@ def contains(content: str, words: Sequence[str]) -> bool:
     )
 
 
-def matches(hits: Sequence[Hit], words: Sequence[str], k: int) -> list[Hit]:
+def matches(hits: Sequence[Hit], words: Sequence[str], k: int, live: int) -> list[Hit]:
     """The hits (a full-text search for ``words``) that contain every word, when there are
-    at most ``k`` of them: more, and the tokens single nothing out."""
+    at most ``k`` of them and at most :data:`SHARE` of the scope's ``live`` memories: more,
+    and the tokens single nothing out."""
     found = [h for h in hits if contains(h.entry.content, words)]
-    return found if len(found) <= k else []
+    return found if len(found) <= min(k, SHARE * live) else []
 
 
 def first(

@@ -142,14 +142,15 @@ async def episodic_path(
     k: int,
     as_of: datetime | None = None,
     policy: Rerank = NO_RERANK,
+    tiers: tuple[str, ...] = LIVE,
 ) -> list[RecallItem]:
     pool = k * policy.pool
     limit = pool if as_of is None else 4 * pool
-    hits = await episodic.hybrid(scope, qvec, query, ("buffer", "longterm"), limit=limit)
+    hits = await episodic.hybrid(scope, qvec, query, tiers, limit=limit)
     if as_of is not None:
         # What was known then: memories of events up to that time.
         hits = [h for h in hits if h.entry.happened_at <= as_of][:pool]
-    entries = await episodic.live_rows(scope, LIVE) if policy.active else []
+    entries = await episodic.live_rows(scope, LIVE) if policy.active and tiers == LIVE else []
     if as_of is not None:
         entries = [e for e in entries if e.happened_at <= as_of]
     # The fused rank orders the candidates; the score is the cosine, lifted a little for the
@@ -157,15 +158,16 @@ async def episodic_path(
     ranked = rerank(hits, entries, query, policy)
     words = exact.tokens(query)
     if words:  # a number or an identifier: the few memories holding it go first
-        found = await episodic.text_search(scope, qvec, " ".join(words), LIVE, 4 * (k + 1))
+        found = await episodic.text_search(scope, qvec, " ".join(words), tiers, 4 * (k + 1))
         if as_of is not None:
             found = [h for h in found if h.entry.happened_at <= as_of]
-        ranked = exact.first(ranked, exact.matches(found, words, k))
+        live = await episodic.count(scope, tiers)
+        ranked = exact.first(ranked, exact.matches(found, words, k, live))
     ranked = ranked[:k]
     return [
         RecallItem(
             id=memory.id,
-            path="recent" if memory.tier == "buffer" else "memory",
+            path=PATH_OF[memory.tier],
             content=memory.content,
             score=round(score, 4),
             created_at=memory.created_at,
@@ -255,7 +257,9 @@ async def graph_path(
     return facts[:max_facts]
 
 
-PATHS = ("episodic", "graph")
+PATHS = ("episodic", "graph", "trash")
+PATH_OF = {"buffer": "recent", "longterm": "memory", "trash": "trash"}
+TRASH = ("trash",)
 
 
 @dataclass(frozen=True)
@@ -269,6 +273,16 @@ class RecallPolicy:
     min_score: float  # below it, nothing is rendered
     half_life_days: float  # of a fact's weight once it has ended
     rerank: Rerank = NO_RERANK  # how the episodic candidates are re-scored
+
+
+def trash_notice(trashed: list[str], k: int) -> str:
+    count = f"{len(trashed)} or more" if len(trashed) >= k else str(len(trashed))
+    noun, verb = ("memory", "matches") if count == "1" else ("memories", "match")
+    return (
+        f"{count} {noun} in the trash (pruned by the long-term bound, or forgotten) {verb} "
+        f"this query better than what is returned here: {', '.join(trashed)}. Recall with "
+        'paths ["episodic", "trash"] to read them; `restore` with their ids brings them back.'
+    )
 
 
 class DualPathRecall:
@@ -328,10 +342,15 @@ class DualPathRecall:
             scopes = sorted({s for s, _t in await self.episodic.census()}) or [scope]
         items: list[Any] = []
         facts: list[Any] = []
+        trashed: list[str] = []
         for s in scopes:
             found = []
-            if "episodic" in paths:
-                found = await episodic_path(self.episodic, s, query, qvec, k, when, r.rerank)
+            tiers = (LIVE if "episodic" in paths else ()) + (TRASH if "trash" in paths else ())
+            if tiers:  # the trash only when asked: then in one search with the live tiers
+                policy = r.rerank if tiers == LIVE else NO_RERANK
+                found = await episodic_path(self.episodic, s, query, qvec, k, when, policy, tiers)
+            if tiers == LIVE:
+                trashed += await self._trashed(s, query, qvec, found, k, when)
             if found:
                 await self._mark_outdated(s, found, when or now())
             for it in found:
@@ -354,7 +373,31 @@ class DualPathRecall:
             items=items,
             facts=facts,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
+            trashed=trashed,
+            notice=trash_notice(trashed, k) if trashed else None,
         )
+
+    async def _trashed(
+        self, scope: str, query: str, qvec: np.ndarray, found: list[RecallItem], k: int,
+        when: datetime | None,
+    ) -> list[str]:  # fmt: skip
+        """Ids of the scope's trashed memories that match the query better than what the
+        live tiers gave (``found``): that score above the weakest returned and mean about
+        what the best one means (within ``exact.MARGIN`` of it, and above ``min_score``,
+        below which nothing is shown), or that hold the query's exact tokens when no
+        returned memory does. So nothing the long-term bound pruned, nor anything
+        forgotten, stands unseen behind a worse answer."""
+        if not await self.episodic.count(scope, TRASH):
+            return []  # the common case: one count, no search
+        hits = await episodic_path(self.episodic, scope, query, qvec, k, when, tiers=TRASH)
+        scores = [it.score for it in found] or [self.policy.min_score]
+        floor = max(self.policy.min_score, min(scores), max(scores) - exact.MARGIN)
+        words = exact.tokens(query)
+        held = bool(words) and any(exact.contains(it.content, words) for it in found)
+        return [
+            h.id for h in hits
+            if h.score > floor or (words and not held and exact.contains(h.content, words))
+        ]  # fmt: skip
 
     async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
         """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
