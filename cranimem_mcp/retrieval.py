@@ -258,6 +258,7 @@ async def graph_path(
 
 
 PATHS = ("episodic", "graph", "trash")
+DEFAULT_PATHS = ("episodic", "graph")  # the trash only when asked
 PATH_OF = {"buffer": "recent", "longterm": "memory", "trash": "trash"}
 TRASH = ("trash",)
 
@@ -330,7 +331,7 @@ class DualPathRecall:
             raise InvalidInput(f"k must be between {MIN_K} and {MAX_K}")
         if max_chars < MIN_CHARS:
             raise InvalidInput(f"max_chars must be at least {MIN_CHARS}")
-        paths = list(PATHS) if paths is None else paths
+        paths = list(DEFAULT_PATHS) if paths is None else paths
         if not paths or any(p not in PATHS for p in paths):
             raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
 
