@@ -7,6 +7,10 @@ entities, and those of the best memories, are linked to graph nodes (:func:`link
 of up to five words that names an entity of the scope, and the speaker for a first-person
 text); a walk of up to ``hops`` collects facts with their support and source memories.
 Facts are scored by cosine to the query, discounted per hop and lifted by support.
+A query naming a number or an identifier puts the few memories holding it first
+(:mod:`.exact`). The trash is searched only when ``paths`` names it; otherwise, when the
+scope has trash, a small search over it tells the result which trashed memories would have
+answered better (``trashed``, ``notice``): nothing pruned or forgotten vanishes silently.
 
 The context block never exceeds ``max_chars``; it holds the best-scoring memories that fit,
 then the best-scoring facts in the room left.
