@@ -46,7 +46,7 @@ from .records import (
     to_arrow,
 )
 from .retention import VersionRetention, keep_since, maintenance_due, over_disk_ratio
-from .working_set import FIELDS, LIVE, Entry, ScopeSet, WorkingSet
+from .working_set import FIELDS, LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 
 logger = logging.getLogger(__name__)
 
@@ -151,15 +151,15 @@ class EpisodicStore:
             return result
 
     async def _mirrored(self, scope: str | None, tiers: Iterable[str] | None) -> ScopeSet | None:
-        """The working set of ``scope`` when it can answer for ``tiers`` (live ones only),
-        loaded from the table on first use."""
-        if scope is None or tiers is None or not set(tiers) <= set(LIVE):
+        """The working set of ``scope`` when it can answer for ``tiers``, loaded from the
+        table on first use."""
+        if scope is None or tiers is None or not set(tiers) <= set(MIRRORED):
             return None
         found = self._ws.get(scope)
         if found is not None or not self._ws.wanted(scope):
             return found
         cols = [*FIELDS, "vector"]
-        where = scope_filter(scope, LIVE)
+        where = scope_filter(scope, MIRRORED)
 
         def load() -> Any:
             return self._table.search().where(where).select(cols).limit(None).to_arrow()

@@ -393,16 +393,19 @@ class DualPathRecall:
         returned memory does. So nothing the long-term bound pruned, nor anything
         forgotten, stands unseen behind a worse answer."""
         if not await self.episodic.count(scope, TRASH):
-            return []  # the common case: one count, no search
-        hits = await episodic_path(self.episodic, scope, query, qvec, k, when, tiers=TRASH)
+            return []  # the common case: one count (from the working set), no search
+        # By meaning: the trash's nearest by cosine (a matrix product on the working set).
+        # By exact tokens: a full-text search, only when the query has some.
         scores = [it.score for it in found] or [self.policy.min_score]
         floor = max(self.policy.min_score, min(scores), max(scores) - exact.MARGIN)
+        better = [h for h in await self.episodic.nearest(scope, qvec, TRASH, k)
+                  if h.similarity > floor]  # fmt: skip
         words = exact.tokens(query)
-        held = bool(words) and any(exact.contains(it.content, words) for it in found)
-        return [
-            h.id for h in hits
-            if h.score > floor or (words and not held and exact.contains(h.content, words))
-        ]  # fmt: skip
+        if words and not any(exact.contains(it.content, words) for it in found):
+            text = await self.episodic.text_search(scope, qvec, " ".join(words), TRASH, k)
+            better += [h for h in text if exact.contains(h.entry.content, words)]
+        ids = [h.entry.id for h in better if when is None or h.entry.happened_at <= when]
+        return list(dict.fromkeys(ids))[:k]
 
     async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
         """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
