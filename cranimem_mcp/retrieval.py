@@ -398,12 +398,13 @@ class DualPathRecall:
         # By exact tokens: a full-text search, only when the query has some.
         scores = [it.score for it in found] or [self.policy.min_score]
         floor = max(self.policy.min_score, min(scores), max(scores) - exact.MARGIN)
-        better = [h for h in await self.episodic.nearest(scope, qvec, TRASH, k)
-                  if h.similarity > floor]  # fmt: skip
+        better = []
         words = exact.tokens(query)
         if words and not any(exact.contains(it.content, words) for it in found):
             text = await self.episodic.text_search(scope, qvec, " ".join(words), TRASH, k)
-            better += [h for h in text if exact.contains(h.entry.content, words)]
+            better += [h for h in text if exact.contains(h.entry.content, words)]  # first
+        better += [h for h in await self.episodic.nearest(scope, qvec, TRASH, k)
+                   if h.similarity > floor]  # fmt: skip
         ids = [h.entry.id for h in better if when is None or h.entry.happened_at <= when]
         return list(dict.fromkeys(ids))[:k]
 
