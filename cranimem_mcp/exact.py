@@ -48,9 +48,7 @@ def tokens(query: str) -> list[str]:
 
 def contains(content: str, words: Sequence[str]) -> bool:
     """Whether ``content`` holds every one of ``words`` as a whole word (any case)."""
-    return all(
-        re.search(rf"(?<!\w){re.escape(w)}(?!\w)", content, re.IGNORECASE) for w in words
-    )
+    return all(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", content, re.IGNORECASE) for w in words)
 
 
 def matches(hits: Sequence[Hit], words: Sequence[str], k: int, live: int) -> list[Hit]:
@@ -61,9 +59,7 @@ def matches(hits: Sequence[Hit], words: Sequence[str], k: int, live: int) -> lis
     return found if len(found) <= min(k, SHARE * live) else []
 
 
-def first(
-    ranked: Sequence[tuple[Entry, float]], exact: Sequence[Hit]
-) -> list[tuple[Entry, float]]:
+def first(ranked: Sequence[tuple[Entry, float]], exact: Sequence[Hit]) -> list[tuple[Entry, float]]:
     """``ranked`` (candidates with their scores, best first) with the ``exact`` matches that
     mean about what the best candidate means moved to the front, scores lifted."""
     if not exact:

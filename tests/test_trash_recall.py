@@ -35,9 +35,10 @@ async def pruned_store(client) -> tuple[dict[str, str], set[str]]:
 
 
 async def test_a_pruned_memory_that_matches_is_announced_and_found_in_the_trash(open_engine):
-    async with connected(
-        open_engine, gating=KEEP_ALL, temporal={"longterm_capacity": 3}
-    ) as (client, _engine):
+    async with connected(open_engine, gating=KEEP_ALL, temporal={"longterm_capacity": 3}) as (
+        client,
+        _engine,
+    ):
         ids, trashed = await pruned_store(client)
         text = next(t for t in FACTS if ids[t] in trashed)
         name = text.split(" lives")[0]  # "Person 5"
@@ -63,9 +64,10 @@ async def test_a_pruned_memory_that_matches_is_announced_and_found_in_the_trash(
 
 
 async def test_no_notice_when_nothing_in_the_trash_matches_better(open_engine):
-    async with connected(
-        open_engine, gating=KEEP_ALL, temporal={"longterm_capacity": 3}
-    ) as (client, _engine):
+    async with connected(open_engine, gating=KEEP_ALL, temporal={"longterm_capacity": 3}) as (
+        client,
+        _engine,
+    ):
         _ids, trashed = await pruned_store(client)
         assert trashed
         food = await call(client, "remember", content="I can't eat shellfish: I am allergic.")
