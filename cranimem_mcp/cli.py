@@ -85,7 +85,7 @@ async def _one_shot(args: argparse.Namespace) -> int:
                 query=args.query, scope=args.scope, k=args.k, max_chars=args.max_chars,
                 paths=args.paths, as_of=args.as_of, all_scopes=args.all_scopes,
             )  # fmt: skip
-            _emit(args, r, r.context)
+            _emit(args, r, r.context + (f"\n{r.notice}" if r.notice else ""))
         elif cmd == "consolidate":
             r = await engine.consolidate(scope=args.scope, dry_run=args.dry_run)
             _emit(args, r, report_text(r))

@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", default="default")
     p.add_argument("-k", type=int)
     p.add_argument("--max-chars", type=int)
-    p.add_argument("--path", action="append", dest="paths", choices=["episodic", "graph"])
+    p.add_argument("--path", action="append", dest="paths", choices=["episodic", "graph", "trash"])
     p.add_argument("--as-of", help="ISO 8601 time: recall what held then")
     p.add_argument("--all-scopes", action="store_true", help="search every scope")
 

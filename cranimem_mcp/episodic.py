@@ -18,7 +18,6 @@ working set is dropped when a commit not ours moved the version (docs/SCALING.md
 from __future__ import annotations
 
 import logging
-import re
 import warnings
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -29,8 +28,8 @@ import anyio
 import numpy as np
 
 from . import heap
+from .episodic_search import HybridSearch
 from .errors import StoreError
-from .fusion import fuse
 from .lance import FTS, LinearCombinationReranker, RRFReranker, reason
 from .lance_table import connect, open_table
 from .models import Memory, MemoryEntry
@@ -52,14 +51,14 @@ from .records import (
     to_arrow,
 )
 from .retention import VersionRetention, keep_since, maintenance_due, over_disk_ratio
-from .working_set import FIELDS, LIVE, Entry, ScopeSet, WorkingSet
+from .working_set import FIELDS, LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 
 logger = logging.getLogger(__name__)
 
 TABLE = "memories"
 
 
-class EpisodicStore:
+class EpisodicStore(HybridSearch):
     """The LanceDB table of memories. Open with :meth:`open`; all methods are async."""
 
     def __init__(
@@ -152,16 +151,16 @@ class EpisodicStore:
                 self._version = version
 
     async def _mirrored(self, scope: str | None, tiers: Iterable[str] | None) -> ScopeSet | None:
-        """The working set of ``scope`` when it can answer for ``tiers`` (live ones only),
-        loaded from the table on first use."""
-        if scope is None or tiers is None or not set(tiers) <= set(LIVE):
+        """The working set of ``scope`` when it can answer for ``tiers``, loaded from the
+        table on first use."""
+        if scope is None or tiers is None or not set(tiers) <= set(MIRRORED):
             return None
         await self._follow_table()
         found = self._ws.get(scope)
         if found is not None or not self._ws.wanted(scope):
             return found
         cols = [*FIELDS, "vector"]
-        where = scope_filter(scope, LIVE)
+        where = scope_filter(scope, MIRRORED)
 
         def load() -> Any:
             return self._table.search().where(where).select(cols).limit(None).to_arrow()
@@ -447,46 +446,4 @@ class EpisodicStore:
         for r in await self._run(run):
             sim = 1.0 - float(r["_distance"])
             hits.append(Hit(entry(r), sim, sim))
-        return hits
-
-    async def hybrid(
-        self, scope: str, vector: np.ndarray, text: str, tiers: Iterable[str], limit: int
-    ) -> list[Hit]:
-        """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused), best first.
-        A mirrored scope runs the vector half on the working set and only the full-text
-        half in LanceDB, fused by the same reranker LanceDB's hybrid query uses."""
-        where = scope_filter(scope, tiers)
-        terms = " ".join(re.findall(r"\w+", text))
-        tiers = tuple(tiers)
-        mirrored = await self._mirrored(scope, tiers)
-        if mirrored is not None:
-            near = mirrored.nearest(vector, tiers, limit)
-            if not terms:  # no words to search for: a vector search, as LanceDB would run it
-                return [Hit(e, sim, sim) for e, sim in near]
-
-            def fts() -> list[dict[str, Any]]:
-                query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
-                return query.limit(limit).select(["id", "_score"]).to_list()
-
-            found = [(r["id"], float(r["_score"])) for r in await self._run(fts)]
-            text = [(i, score) for i, score in found if i in mirrored]
-            return fuse(self._reranker, mirrored, vector, near, text, limit)
-
-        def run() -> list[dict[str, Any]]:
-            if not terms:
-                query = self._table.search(vector.tolist()).distance_type("cosine")
-            else:
-                query = (
-                    self._table.search(query_type="hybrid")
-                    .vector(vector.tolist())
-                    .text(terms)
-                    .distance_type("cosine")
-                    .rerank(self._reranker)
-                )
-            return query.where(where, prefilter=True).limit(limit).to_list()
-
-        hits = []
-        for r in await self._run(run):
-            sim = float(np.asarray(r["vector"], dtype=np.float32) @ vector)
-            hits.append(Hit(entry(r), sim, float(r.get("_relevance_score", sim))))
         return hits

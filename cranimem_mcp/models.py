@@ -160,7 +160,7 @@ class RememberResult(BaseModel):
 class RecallItem(BaseModel):
     id: str
     scope: str | None = None
-    path: Literal["recent", "memory"]
+    path: Literal["recent", "memory", "trash"]
     content: str
     score: float
     created_at: datetime
@@ -189,6 +189,12 @@ class RecallResult(BaseModel):
     items: list[RecallItem]
     facts: list[Fact]
     took_ms: float
+    trashed: list[str] = Field(
+        [],
+        description="Ids of trashed memories (pruned or forgotten) that match the query better "
+        "than what was returned, best first; `restore` brings them back",
+    )
+    notice: str | None = Field(None, description="What the caller should know: trashed matches")
 
 
 class Decision(BaseModel):

@@ -7,6 +7,10 @@ entities, and those of the best memories, are linked to graph nodes (:func:`link
 of up to five words that names an entity of the scope, and the speaker for a first-person
 text); a walk of up to ``hops`` collects facts with their support and source memories.
 Facts are scored by cosine to the query, discounted per hop and lifted by support.
+A query naming a number or an identifier puts the few memories holding it first
+(:mod:`.exact`). The trash is searched only when ``paths`` names it; otherwise, when the
+scope has trash, a small search over it tells the result which trashed memories would have
+answered better (``trashed``, ``notice``): nothing pruned or forgotten vanishes silently.
 
 The context block never exceeds ``max_chars``; it holds the best-scoring memories that fit,
 then the best-scoring facts in the room left.
@@ -27,7 +31,7 @@ from typing import Any
 import numpy as np
 from rdflib import URIRef
 
-from . import linkage, syntax
+from . import exact, linkage, syntax
 from .coordination import RecallCounts
 from .embeddings import Embedder, EmbeddingCache
 from .episodic import EpisodicStore
@@ -142,23 +146,32 @@ async def episodic_path(
     k: int,
     as_of: datetime | None = None,
     policy: Rerank = NO_RERANK,
+    tiers: tuple[str, ...] = LIVE,
 ) -> list[RecallItem]:
     pool = k * policy.pool
     limit = pool if as_of is None else 4 * pool
-    hits = await episodic.hybrid(scope, qvec, query, ("buffer", "longterm"), limit=limit)
+    hits = await episodic.hybrid(scope, qvec, query, tiers, limit=limit)
     if as_of is not None:
         # What was known then: memories of events up to that time.
         hits = [h for h in hits if h.entry.happened_at <= as_of][:pool]
-    entries = await episodic.live_rows(scope, LIVE) if policy.active else []
+    entries = await episodic.live_rows(scope, LIVE) if policy.active and tiers == LIVE else []
     if as_of is not None:
         entries = [e for e in entries if e.happened_at <= as_of]
     # The fused rank orders the candidates; the score is the cosine, lifted a little for the
     # ones full-text search also found near the top (and by the re-scoring, when it is on).
-    ranked = rerank(hits, entries, query, policy)[:k]
+    ranked = rerank(hits, entries, query, policy)
+    words = exact.tokens(query)
+    if words:  # a number or an identifier: the few memories holding it go first
+        found = await episodic.text_search(scope, qvec, " ".join(words), tiers, 4 * (k + 1))
+        if as_of is not None:
+            found = [h for h in found if h.entry.happened_at <= as_of]
+        live = await episodic.count(scope, tiers)
+        ranked = exact.first(ranked, exact.matches(found, words, k, live))
+    ranked = ranked[:k]
     return [
         RecallItem(
             id=memory.id,
-            path="recent" if memory.tier == "buffer" else "memory",
+            path=PATH_OF[memory.tier],
             content=memory.content,
             score=round(score, 4),
             created_at=memory.created_at,
@@ -248,7 +261,10 @@ async def graph_path(
     return facts[:max_facts]
 
 
-PATHS = ("episodic", "graph")
+PATHS = ("episodic", "graph", "trash")
+DEFAULT_PATHS = ("episodic", "graph")  # the trash only when asked
+PATH_OF = {"buffer": "recent", "longterm": "memory", "trash": "trash"}
+TRASH = ("trash",)
 
 
 @dataclass(frozen=True)
@@ -262,6 +278,16 @@ class RecallPolicy:
     min_score: float  # below it, nothing is rendered
     half_life_days: float  # of a fact's weight once it has ended
     rerank: Rerank = NO_RERANK  # how the episodic candidates are re-scored
+
+
+def trash_notice(trashed: list[str], k: int) -> str:
+    count = f"{len(trashed)} or more" if len(trashed) >= k else str(len(trashed))
+    noun, verb = ("memory", "matches") if count == "1" else ("memories", "match")
+    return (
+        f"{count} {noun} in the trash (pruned by the long-term bound, or forgotten) {verb} "
+        f"this query better than what is returned here: {', '.join(trashed)}. Recall with "
+        'paths ["episodic", "trash"] to read them; `restore` with their ids brings them back.'
+    )
 
 
 class DualPathRecall:
@@ -309,7 +335,7 @@ class DualPathRecall:
             raise InvalidInput(f"k must be between {MIN_K} and {MAX_K}")
         if max_chars < MIN_CHARS:
             raise InvalidInput(f"max_chars must be at least {MIN_CHARS}")
-        paths = list(PATHS) if paths is None else paths
+        paths = list(DEFAULT_PATHS) if paths is None else paths
         if not paths or any(p not in PATHS for p in paths):
             raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
 
@@ -321,10 +347,15 @@ class DualPathRecall:
             scopes = sorted({s for s, _t in await self.episodic.census()}) or [scope]
         items: list[Any] = []
         facts: list[Any] = []
+        trashed: list[str] = []
         for s in scopes:
             found = []
-            if "episodic" in paths:
-                found = await episodic_path(self.episodic, s, query, qvec, k, when, r.rerank)
+            tiers = (LIVE if "episodic" in paths else ()) + (TRASH if "trash" in paths else ())
+            if tiers:  # the trash only when asked: then in one search with the live tiers
+                policy = r.rerank if tiers == LIVE else NO_RERANK
+                found = await episodic_path(self.episodic, s, query, qvec, k, when, policy, tiers)
+            if tiers == LIVE:
+                trashed += await self._trashed(s, query, qvec, found, k, when)
             if found:
                 await self._mark_outdated(s, found, when or now())
             for it in found:
@@ -347,7 +378,35 @@ class DualPathRecall:
             items=items,
             facts=facts,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
+            trashed=trashed,
+            notice=trash_notice(trashed, k) if trashed else None,
         )
+
+    async def _trashed(
+        self, scope: str, query: str, qvec: np.ndarray, found: list[RecallItem], k: int,
+        when: datetime | None,
+    ) -> list[str]:  # fmt: skip
+        """Ids of the scope's trashed memories that match the query better than what the
+        live tiers gave (``found``): that score above the weakest returned and mean about
+        what the best one means (within ``exact.MARGIN`` of it, and above ``min_score``,
+        below which nothing is shown), or that hold the query's exact tokens when no
+        returned memory does. So nothing the long-term bound pruned, nor anything
+        forgotten, stands unseen behind a worse answer."""
+        if not await self.episodic.count(scope, TRASH):
+            return []  # the common case: one count (from the working set), no search
+        # By meaning: the trash's nearest by cosine (a matrix product on the working set).
+        # By exact tokens: a full-text search, only when the query has some.
+        scores = [it.score for it in found] or [self.policy.min_score]
+        floor = max(self.policy.min_score, min(scores), max(scores) - exact.MARGIN)
+        better = []
+        words = exact.tokens(query)
+        if words and not any(exact.contains(it.content, words) for it in found):
+            text = await self.episodic.text_search(scope, qvec, " ".join(words), TRASH, k)
+            better += [h for h in text if exact.contains(h.entry.content, words)]  # first
+        better += [h for h in await self.episodic.nearest(scope, qvec, TRASH, k)
+                   if h.similarity > floor]  # fmt: skip
+        ids = [h.entry.id for h in better if when is None or h.entry.happened_at <= when]
+        return list(dict.fromkeys(ids))[:k]
 
     async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
         """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the

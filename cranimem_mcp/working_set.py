@@ -1,4 +1,6 @@
-"""The working set: an in-memory copy of each scope's live memories (buffer and long-term).
+"""The working set: an in-memory copy of each scope's memories, live (buffer and long-term)
+and trashed (so a recall can tell, at the cost of a matrix product, whether the trash holds a
+better answer).
 
 Why: measured at 100k memories on this machine, every LanceDB query costs 5-50 ms (planning,
 plus a scan of each small fragment a write leaves until compaction), and a write used to ask
@@ -32,7 +34,9 @@ import numpy as np
 from .models import Memory
 
 LIVE = ("buffer", "longterm")
-_CODE = {"buffer": 1, "longterm": 2}
+MIRRORED = (*LIVE, "trash")
+_CODE = {"buffer": 1, "longterm": 2, "trash": 3}
+_LIVE_CODES = {1, 2}
 # The columns a mirrored memory keeps (its vector aside).
 FIELDS = ("id", "tier", "content", "content_hash", "created_at", "observed_at", "turn")
 
@@ -74,13 +78,13 @@ def _codes(tiers: Iterable[str]) -> list[int]:
 
 def _mask(tier: np.ndarray, tiers: Iterable[str]) -> np.ndarray:
     codes = set(_codes(tiers))
-    if codes == set(_CODE.values()):
-        return tier > 0  # every live tier (the common question): no set lookup
+    if codes == _LIVE_CODES:
+        return (tier > 0) & (tier < 3)  # every live tier (the common question): no set lookup
     return np.isin(tier, list(codes))
 
 
 class ScopeSet:
-    """One scope's live memories: rows in slots, their unit vectors in one matrix."""
+    """One scope's memories: rows in slots, their unit vectors in one matrix."""
 
     def __init__(self, dim: int, capacity: int = 64) -> None:
         self._dim = dim
@@ -106,7 +110,7 @@ class ScopeSet:
         self._free = list(range(2 * old - 1, old - 1, -1)) + self._free
 
     def put(self, entry: Entry, vector: Any) -> None:
-        """Insert or replace a live memory."""
+        """Insert or replace a memory (only live ones answer :meth:`find_hash`)."""
         self.remove(entry.id)
         if not self._free:
             self._grow()
@@ -115,7 +119,8 @@ class ScopeSet:
         self._vectors[slot] = np.asarray(vector, dtype=np.float32)
         self._tier[slot] = _CODE[entry.tier]
         self._slot[entry.id] = slot
-        self._by_hash[entry.content_hash] = entry.id
+        if entry.tier in LIVE:  # a trashed twin is no duplicate of a new write
+            self._by_hash[entry.content_hash] = entry.id
         self._high = max(self._high, slot + 1)
 
     def remove(self, memory_id: str) -> None:
@@ -215,8 +220,8 @@ class WorkingSet:
             total -= len(mirrored)
 
     def apply(self, memories: Iterable[Memory]) -> None:
-        """Follow committed whole records (an insert or an upsert): live ones are put, the
-        others (trash) leave. A record without its vector drops its scope instead."""
+        """Follow committed whole records (an insert or an upsert): each is put in its tier.
+        A record without its vector drops its scope instead."""
         touched = set()
         for memory in memories:
             mirrored = self._scopes.get(memory.scope)
@@ -224,7 +229,7 @@ class WorkingSet:
                 # Not mirrored here; the id might be, under another scope (a scope change).
                 self.remove([memory.id])
                 continue
-            if memory.tier in LIVE:
+            if memory.tier in MIRRORED:
                 if memory.vector is None:
                     self.drop(memory.scope)
                     continue

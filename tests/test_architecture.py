@@ -19,7 +19,7 @@ LAYERS: dict[str, set[str]] = {
     "domain": {"errors", "models", "naming", "temporal", "validation", "scopes", "lexicon",
                "vocabulary", "service", "consolidation"},
     # Stores, model runtimes and the text readers: each wraps one library or one model.
-    "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion", "working_set",
+    "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion", "episodic_search", "working_set",
                  "records", "retention",
                  "episodic", "graph_io", "provenance", "graph", "sparql", "state", "ownership",
                  "lease", "embeddings", "syntax", "llm",
@@ -27,8 +27,8 @@ LAYERS: dict[str, set[str]] = {
                  "redaction", "discourse", "verb_frames", "copulas", "extraction", "linkage",
                  "heuristics", "write_cues", "parse_cues", "durable"},
     # The paper's stages as logic over stores handed in: gate, buffer, replay, recall.
-    "pipeline": {"gating", "retrieval", "rerank", "inspection", "coordination", "intake", "replay",
-                 "pruning", "forgetting", "consistency", "portability"},
+    "pipeline": {"gating", "retrieval", "rerank", "exact", "inspection", "coordination", "intake",
+                 "replay", "pruning", "forgetting", "consistency", "portability"},
     # The composition of the pipeline, and what reads configuration to choose its parts.
     "engine": {"config", "engine", "providers", "preload", "doctor"},
     # What users and clients touch: they call the memory service.

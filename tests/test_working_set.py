@@ -13,7 +13,7 @@ import pytest
 from cranimem_mcp.episodic import EpisodicStore
 from cranimem_mcp.errors import StoreError
 from cranimem_mcp.models import Memory
-from cranimem_mcp.working_set import LIVE, Entry, ScopeSet, WorkingSet
+from cranimem_mcp.working_set import LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +78,19 @@ def test_scope_set_answers_like_a_scan():
     assert len(mirrored) == len(truth)
 
 
+def test_the_trash_is_mirrored_and_searched_by_tier_but_is_never_a_duplicate():
+    rng = np.random.default_rng(3)
+    mirrored = ScopeSet(dim=8)
+    gone, kept = unit(rng), unit(rng)
+    mirrored.put(entry("t1", "trash", "gone text"), gone)
+    mirrored.put(entry("l1", "buffer", "kept text"), kept)
+    assert mirrored.find_hash("h-gone text") is None  # a new write of it is no repeat
+    assert mirrored.find_hash("h-kept text") == "l1"
+    assert [e.id for e, _ in mirrored.nearest(gone, ("trash",), 5)] == ["t1"]
+    assert [e.id for e, _ in mirrored.nearest(gone, LIVE, 5)] == ["l1"]
+    assert mirrored.count(LIVE) == 1 and mirrored.count(("trash",)) == 1
+
+
 def test_working_set_is_bounded_and_least_recently_used_leaves_first():
     rng = np.random.default_rng(2)
     ws = WorkingSet(dim=8, max_rows=10)
@@ -110,14 +123,14 @@ def at(location: dict, folder) -> dict:
 
 
 async def _mirror_matches_table(store: EpisodicStore, scope: str) -> None:
-    """What the working set holds for ``scope`` is exactly the table's live rows. (Alone on
+    """What the working set holds for ``scope`` is exactly the table's rows, trash included. (Alone on
     its table the store follows every change in place; on a shared one a maintenance, whose
     commits cannot be told from another writer's, drops it: then it reloads on next use.)"""
     if store._shared:
         await store.count(scope, LIVE)
     mirrored = store._ws.get(scope)
     assert mirrored is not None
-    rows = await store.scope_rows(scope, LIVE, vectors=True)
+    rows = await store.scope_rows(scope, MIRRORED, vectors=True)
     assert {r.id for r in rows} == set(mirrored._slot)
     for r in rows:
         assert mirrored.entry(r.id) == Entry.of(r)
