@@ -295,17 +295,14 @@ class GraphStore:
         return await self._locked(self._retract_sync, scope, list(memory_ids), purge)
 
     def _retract_sync(self, scope: str, memory_ids: list[str], purge: bool) -> int:
-        entries, touched = [], set()
-        for mid in memory_ids:
-            for iri in (
-                memory_graph_iri(scope, mid),
-                trash_graph_iri(scope, mid),
-                ends_graph_iri(scope, mid),
-                trash_ends_graph_iri(scope, mid),
-            ):
-                if len(self._ds.graph(iri)):
-                    touched.update(self._reads.graph_triples(iri))
-                    entries.append(self._store.drop(iri))
+        iris = [
+            name(scope, mid)
+            for mid in memory_ids
+            for name in (memory_graph_iri, trash_graph_iri, ends_graph_iri, trash_ends_graph_iri)
+        ]
+        held = self._reads.holding(iris)
+        entries = [self._store.drop(iri) for iri in iris if iri in held]
+        touched = {t for found in self._reads.triples_of(held).values() for t in found}
         before = self._reads.sources_of(touched)
         self._commit(entries)
         if purge:

@@ -163,6 +163,10 @@ class Provenance:
         """The relations each named graph holds."""
         return {iri: self.graph_triples(iri) for iri in iris}
 
+    def holding(self, iris: Iterable[URIRef]) -> list[URIRef]:
+        """The named graphs among these that hold a triple."""
+        return [iri for iri in iris if len(self._ds.graph(iri))]
+
     def stated(self, pairs: Iterable[tuple[URIRef, URIRef]]) -> dict[tuple, list[tuple]]:
         """For each (subject, predicate): (object, memory id) per active memory graph that
         states a value."""
@@ -316,10 +320,10 @@ class Provenance:
         first within a hop); with ``as_of``, only those valid then."""
         seen_nodes = set(seeds)
         frontier = list(seeds)
-        out: dict[Triple, Fact] = {}
+        out: dict[Triple, tuple[Validity, int]] = {}  # the facts taken, at their hop
         for hop in range(1, hops + 1):
             found: dict[Triple, Validity] = {}
-            edges = self.edges_of(frontier)
+            edges = self.edges_of(frontier)  # one read per hop, for the whole frontier
             for node in frontier:
                 for triple, v in edges[node]:
                     if triple in out or triple in found:
@@ -330,11 +334,10 @@ class Provenance:
                 found.items(), key=lambda kv: (kv[1].valid_to is not None, -len(kv[1].sources))
             )
             next_frontier = []
-            self.labels_of({n: None for t, _v in ranked[: limit - len(out)] for n in (t[0], t[2])})
             for triple, v in ranked:
                 if len(out) >= limit:
                     break
-                out[triple] = self.fact(triple, v, hop)
+                out[triple] = (v, hop)
                 for node in (triple[0], triple[2]):
                     if node not in seen_nodes:
                         seen_nodes.add(node)
@@ -342,7 +345,8 @@ class Provenance:
             frontier = next_frontier
             if not frontier or len(out) >= limit:
                 break
-        return list(out.values())
+        self.labels_of({n: None for t in out for n in (t[0], t[2])})  # one read for all
+        return [self.fact(t, v, hop) for t, (v, hop) in out.items()]
 
     def memory_facts(self, scope: str, memory_ids: list[str]) -> list[Fact]:
         by_graph = self.triples_of(memory_graph_iri(scope, mid) for mid in memory_ids)

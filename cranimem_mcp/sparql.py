@@ -12,17 +12,28 @@ transaction. Blank nodes are skolemised before they are sent: a server's blank-n
 are only stable within one result set, and the supersession records are read back across
 several queries. The server is the durable store, so there is no journal and nothing to
 compact.
+
+The graph's reads are :class:`SparqlProvenance`'s: what a recall hop or a consolidation
+step asks of many nodes or facts (their facts with sources and end records, mentions,
+labels) is one query, answered as SPARQL JSON results read here. Each commit also sets a
+new *generation* (a random token in a graph of its own), and the reads are kept while it
+holds: a replica's next operation sees another's commit. A writer that changes our graphs
+on the server without going through SparqlDataset must set it too.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
+from urllib.error import HTTPError
 from urllib.parse import unquote
+from urllib.request import Request, urlopen
 
-from rdflib import RDF, RDFS, Dataset, Graph, Literal, URIRef
+from rdflib import RDF, RDFS, BNode, Dataset, Graph, Literal, URIRef
 from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
 
 from .errors import ConfigError, StoreError
@@ -54,11 +65,18 @@ class _RemoteDataset(Dataset):
             yield row.s, row.p, row.o, row.g
 
 
+_KEPT_MAX = 200_000  # reads kept between commits, at most
 _CHUNK = 500  # bound values per query, at most (a POST body of some 50 KB)
 _TERM = "[^/]+"
 _MEMORY = Literal(f"^{BASE}id/{_TERM}/memory/{_TERM}$".replace(".", "\\.")).n3()
 _ENDS = Literal(f"^{BASE}id/{_TERM}/ends/{_TERM}$".replace(".", "\\.")).n3()
 _REL = Literal(str(REL)).n3()
+# Set anew by every commit, in its update request; outside id/, so in no export or check.
+_GENERATION = URIRef(BASE + "state/generation").n3()
+_GENERATION_P = VOCAB.generation.n3()
+_GENERATION_QUERY = (
+    f"SELECT ?v WHERE {{ GRAPH {_GENERATION} {{ {_GENERATION} {_GENERATION_P} ?v }} }}"
+)
 _A, _LABEL = RDF.type.n3(), RDFS.label.n3()
 _ASSERTED, _OBSERVED = VOCAB.assertedAt.n3(), VOCAB.observedAt.n3()
 _RECORD = (
@@ -67,7 +85,7 @@ _RECORD = (
 )
 # A fact's sources (active memory graphs, with when each was asserted and observed) and its
 # end records (in active ends graphs), for the facts at the nodes ?n (the edges of a walk).
-_EDGES = f"""SELECT ?s ?p ?o ?g ?asserted ?observed ?e ?r ?ended WHERE {{
+_EDGES = f"""SELECT DISTINCT ?s ?p ?o ?g ?asserted ?observed ?ended WHERE {{
   {{ VALUES ?n {{ %(nodes)s }}
     {{ GRAPH ?g {{ ?n ?p ?o }} BIND(?n AS ?s) }} UNION {{ GRAPH ?g {{ ?s ?p ?n }} BIND(?n AS ?o) }}
     FILTER(STRSTARTS(STR(?p), {_REL}) && REGEX(STR(?g), {_MEMORY}))
@@ -81,7 +99,7 @@ _EDGES = f"""SELECT ?s ?p ?o ?g ?asserted ?observed ?e ?r ?ended WHERE {{
     FILTER(REGEX(STR(?e), {_ENDS})) }}
 }}"""
 # The same for given facts (s, p, o).
-_VALIDITY = f"""SELECT ?s ?p ?o ?g ?asserted ?observed ?e ?r ?ended WHERE {{
+_VALIDITY = f"""SELECT DISTINCT ?s ?p ?o ?g ?asserted ?observed ?ended WHERE {{
   {{ VALUES (?s ?p ?o) {{ %(facts)s }}
     GRAPH ?g {{ ?s ?p ?o }} FILTER(REGEX(STR(?g), {_MEMORY}))
     OPTIONAL {{ GRAPH ?g {{ ?g {_ASSERTED} ?asserted }} }}
@@ -96,9 +114,36 @@ _STATED = f"""SELECT ?s ?p ?o ?g WHERE {{ VALUES (?s ?p) {{ %(pairs)s }}
   GRAPH ?g {{ ?s ?p ?o }} FILTER(REGEX(STR(?g), {_MEMORY})) }}"""
 _MENTIONS = f"""SELECT ?n (COUNT(*) AS ?c) WHERE {{ VALUES ?n {{ %(nodes)s }}
   GRAPH ?g {{ ?n {_A} ?t }} FILTER(REGEX(STR(?g), {_MEMORY})) }} GROUP BY ?n"""
-_LABELS = f"""SELECT ?n ?l WHERE {{ VALUES ?n {{ %(nodes)s }} GRAPH ?g {{ ?n {_LABEL} ?l }} }}"""
+_LABELS = f"""SELECT ?n (SAMPLE(?label) AS ?l) WHERE {{ VALUES ?n {{ %(nodes)s }}
+  GRAPH ?g {{ ?n {_LABEL} ?label }} }} GROUP BY ?n"""
+_HOLDING = """SELECT DISTINCT ?g WHERE { VALUES ?g { %(graphs)s } GRAPH ?g { ?s ?p ?o } }"""
 _TRIPLES = f"""SELECT ?g ?s ?p ?o WHERE {{ VALUES ?g {{ %(graphs)s }}
   GRAPH ?g {{ ?s ?p ?o }} FILTER(STRSTARTS(STR(?p), {_REL})) }}"""
+
+
+_SELECT = {"Accept": "application/sparql-results+json", "Content-Type": "application/sparql-query"}
+_TIMEOUT = 60.0  # seconds for one query's answer
+
+
+class _Row(dict):
+    """A result row: its bound variables as attributes, ``None`` when unbound."""
+
+    __getattr__ = dict.get
+
+
+def _term(value: dict[str, str], iris: dict[str, URIRef]) -> Any:
+    """An RDF term from its SPARQL JSON results form; a literal as its text (each literal
+    read here is a time, a count or a label: building rdflib Literals, which parse their
+    value, cost more than the query). ``iris`` keeps each IRI of a result built once."""
+    kind, text = value["type"], value["value"]
+    if kind == "uri":
+        iri = iris.get(text)
+        if iri is None:
+            iri = iris[text] = URIRef(text)
+        return iri
+    if kind == "bnode":
+        return BNode(text)
+    return text
 
 
 def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
@@ -117,33 +162,51 @@ def _rows(nodes: Iterable[tuple[URIRef, ...]]) -> str:
 
 class SparqlProvenance(Provenance):
     """:class:`~cranimem_mcp.provenance.Provenance` whose reads of many nodes or facts are
-    one query each. What a query brought is kept until the store's next operation or
-    commit (``begin``, ``changed``), never longer: replicas write to the same server. A
-    single read the batches did not cover is a batch of one."""
+    one query each, and whose single reads the batches did not cover are batches of one.
 
-    def __init__(self, ds: Dataset, select: Callable[[str], list[Any]]) -> None:
+    What the queries brought is kept while the server's generation stays the same: every
+    commit through a SparqlDataset, from any replica, sets a new one in the same update
+    request, and each store operation starts by reading it (:meth:`begin`, one small
+    query). So a recall of nodes read before costs that query alone, as in memory, and a
+    replica never reads what another one changed from before the change."""
+
+    def __init__(
+        self, ds: Dataset, select: Callable[[str], list[Any]], generation: Callable[[], str]
+    ) -> None:
         super().__init__(ds, memo=False)
         self._select = select
+        self._generation = generation
+        self._seen: str | None = None  # the generation the kept reads are of
         self._validity: dict[Triple, Validity] = {}
         self._edges: dict[URIRef, list[tuple[Triple, Validity]]] = {}
         self._mentions: dict[URIRef, int] = {}
         self._labels: dict[URIRef, str] = {}
         self._triples: dict[URIRef, list[Triple]] = {}
 
+    def _caches(self) -> tuple[dict, ...]:
+        return (self._validity, self._edges, self._mentions, self._labels, self._triples)
+
     def begin(self) -> None:
-        self.forget()
+        """Keep what was read if the server's generation is the one it was read at."""
+        current = self._generation()
+        if current != self._seen or sum(map(len, self._caches())) > _KEPT_MAX:
+            self.forget()
+        self._seen = current
 
     def forget(self) -> None:
         super().forget()
-        for cache in (self._validity, self._edges, self._mentions, self._labels, self._triples):
+        self._seen = None
+        for cache in self._caches():
             cache.clear()
 
     # --- batches ---------------------------------------------------------------------------
 
     def _validity_rows(self, rows: Iterable[Any]) -> dict[Triple, Validity]:
-        """Validity per fact from rows of sources (?g ...) and end records (?e ?r ?ended)."""
+        """Validity per fact from rows of sources (?g ...) and of end times (?ended). Each
+        end time once: a fact's validity is the same with one record or two that end it
+        at the same time."""
         sources: dict[Triple, dict[str, Source]] = {}
-        ends: dict[Triple, dict[tuple[Any, Any], datetime]] = {}
+        ends: dict[Triple, set[datetime]] = {}
         for row in rows:
             fact = (row.s, row.p, row.o)
             if row.g is not None:
@@ -153,10 +216,10 @@ class SparqlProvenance(Provenance):
                 observed = observed or asserted
                 if str(row.g) not in found and asserted and observed:
                     found[str(row.g)] = Source(memory_of(row.g), observed, asserted)
-            elif row.e is not None and (when := parse_time(row.ended)) is not None:
-                ends.setdefault(fact, {}).setdefault((row.e, row.r), when)
+            elif row.ended is not None and (when := parse_time(row.ended)) is not None:
+                ends.setdefault(fact, set()).add(when)
         return {
-            fact: Validity(list(sources.get(fact, {}).values()), list(ends.get(fact, {}).values()))
+            fact: Validity(list(sources.get(fact, {}).values()), sorted(ends.get(fact, ())))
             for fact in sources.keys() | ends.keys()
         }
 
@@ -189,6 +252,13 @@ class SparqlProvenance(Provenance):
             for row in self._select(_SOURCES % {"facts": _rows(chunk)}):
                 found[(row.s, row.p, row.o)].add(memory_of(row.g))
         return found
+
+    def holding(self, iris: Iterable[URIRef]) -> list[URIRef]:
+        iris = list(iris)
+        held = set()
+        for chunk in _chunks(iris):
+            held.update(r.g for r in self._select(_HOLDING % {"graphs": _terms(chunk)}))
+        return [iri for iri in iris if iri in held]
 
     def stated(self, pairs: Iterable[tuple[URIRef, URIRef]]) -> dict[tuple, list[tuple]]:
         pairs = list(pairs)
@@ -268,15 +338,32 @@ class SparqlDataset:
         self.pending = 0  # nothing to compact: the server is the durable store
 
     def provenance(self, ds: Dataset, memo: bool) -> SparqlProvenance:
-        """The graph's reads, each batch of them one query to the server."""
-        return SparqlProvenance(ds, self.select)
+        """The graph's reads: each batch one query to the server, kept while no commit
+        changed the server's generation (``memo`` does not apply: see SparqlProvenance)."""
+        return SparqlProvenance(ds, self.select, self.generation)
 
-    def select(self, query: str) -> list[Any]:
-        """The rows of one SELECT query (one request)."""
-        result = self.store.query(query, {}, {}, None)
-        if isinstance(result, tuple):  # rdflib hands back (status, message, None) for a POST
-            raise StoreError(f"the SPARQL server refused a query: {result[1]}")
-        return list(result)
+    def generation(self) -> str:
+        """The server's generation: a new value with every commit ('' before the first)."""
+        rows = self.select(_GENERATION_QUERY)
+        return str(rows[0].v) if rows else ""
+
+    def select(self, query: str) -> list[_Row]:
+        """The rows of one SELECT query (one request). Read here, not by rdflib: its parser
+        took a second for the thousand rows of one recall hop at 1k memories, json 30 ms."""
+        request = Request(self.store.query_endpoint, data=query.encode(), headers=_SELECT)
+        try:
+            with urlopen(request, timeout=_TIMEOUT) as response:
+                body = json.load(response)
+        except HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")[:300]
+            raise StoreError(f"the SPARQL server refused a query: {exc.code} {detail}") from exc
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"the SPARQL server did not answer a query: {exc}") from exc
+        iris: dict[str, URIRef] = {}
+        return [
+            _Row({name: _term(value, iris) for name, value in binding.items()})
+            for binding in body["results"]["bindings"]
+        ]
 
     def open(self) -> None:
         try:
@@ -303,6 +390,11 @@ class SparqlDataset:
             parts.append(f"DROP SILENT GRAPH {name}")
             if entry["op"] == "put" and entry.get("nt"):
                 parts.append(f"INSERT DATA {{ GRAPH {name} {{\n{entry['nt']}\n}} }}")
+        parts += [
+            f"DELETE WHERE {{ GRAPH {_GENERATION} {{ {_GENERATION} {_GENERATION_P} ?v }} }}",
+            f"INSERT DATA {{ GRAPH {_GENERATION} {{ {_GENERATION} {_GENERATION_P} "
+            f"{Literal(uuid.uuid4().hex).n3()} }} }}",
+        ]
         self.store.update(" ;\n".join(parts))
 
     def compact(self) -> None:

@@ -14,6 +14,7 @@ so two runs (before and after a change, or local and SPARQL) can be compared.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import shutil
@@ -32,8 +33,6 @@ import anyio
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
-from rdflib.plugins.stores import sparqlconnector  # noqa: E402
-
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
 from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
@@ -43,17 +42,18 @@ CITIES = ["Paris", "Berlin", "Lisbon", "Oslo", "Rome", "Vienna", "Prague", "Madr
 
 
 class Requests:
-    """Counts the HTTP requests rdflib's SPARQL connector sends (it calls ``urlopen``)."""
+    """Counts the HTTP requests this process sends (rdflib's SPARQL connector and
+    SparqlDataset use urllib, which sends each through ``HTTPConnection.request``)."""
 
     def __init__(self) -> None:
         self.count = 0
-        self._urlopen = sparqlconnector.urlopen
+        send = http.client.HTTPConnection.request
 
-        def counted(*args: Any, **kwargs: Any) -> Any:
+        def counted(connection: Any, *args: Any, **kwargs: Any) -> Any:
             self.count += 1
-            return self._urlopen(*args, **kwargs)
+            return send(connection, *args, **kwargs)
 
-        sparqlconnector.urlopen = counted
+        http.client.HTTPConnection.request = counted  # type: ignore[method-assign]
 
 
 def start_oxigraph(location: str) -> tuple[subprocess.Popen, str]:
