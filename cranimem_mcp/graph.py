@@ -77,9 +77,9 @@ class GraphStore:
         self._store = store if store is not None else JournaledDataset(path)
         self._ds = self._store.ds
         self._lock = anyio.Lock()
-        # A shared SPARQL server can change under us (replicas): no memos unless asked.
-        # A store may answer the reads of many nodes or facts itself (SparqlDataset: one
-        # query each); else they are Provenance's, over the dataset.
+        # A store may answer the reads itself (SparqlDataset: a query per batch, kept while
+        # the server's generation holds); else they are Provenance's over the dataset, with
+        # memos for the local store unless told otherwise.
         reads = getattr(self._store, "provenance", Provenance)
         self._reads = reads(self._ds, store is None if memo is None else memo)
 

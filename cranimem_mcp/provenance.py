@@ -7,7 +7,13 @@ graphs that type it. The walk from seed entities (the graph path of recall) read
 :class:`Provenance` reads a dataset it does not write. What it reads a recall repeats is
 remembered until :meth:`Provenance.changed`, which the store calls after every commit: the
 dataset changes only in a commit, and the store is its only writer. A shared SPARQL server
-can change under us (replicas), so there the store asks for no memos.
+can change under us (replicas): there the store's own reads (``SparqlProvenance``) keep
+what they read only while the server's generation holds.
+
+Recall and consolidation ask for what they need of many nodes or facts at once
+(:meth:`Provenance.edges_of`, :meth:`~Provenance.validities`, ...): here each is the loop
+over the single read, which costs no round trip in memory; a remote store answers each
+with one query.
 
 An end record (``cm:Supersession``: ``endsSubject``, ``endsPredicate``, ``endsObject``,
 ``endedAt``) is written by :func:`record_end` and read here and nowhere else; the rules that
