@@ -50,7 +50,6 @@ from .vocabulary import (
     ends_graph_iri,
     entity_iri,
     memory_graph_iri,
-    memory_of,
     relation_iri,
     stamp,
     trash_ends_graph_iri,
@@ -78,8 +77,11 @@ class GraphStore:
         self._store = store if store is not None else JournaledDataset(path)
         self._ds = self._store.ds
         self._lock = anyio.Lock()
-        # A shared SPARQL server can change under us (replicas): no memos unless asked.
-        self._reads = Provenance(self._ds, store is None if memo is None else memo)
+        # A store may answer the reads itself (SparqlDataset: a query per batch, kept while
+        # the server's generation holds); else they are Provenance's over the dataset, with
+        # memos for the local store unless told otherwise.
+        reads = getattr(self._store, "provenance", Provenance)
+        self._reads = reads(self._ds, store is None if memo is None else memo)
 
     def _commit(self, entries: list[Any]) -> None:
         try:
@@ -111,6 +113,7 @@ class GraphStore:
 
     async def _locked(self, fn, *args):  # type: ignore[no-untyped-def]
         async with self._lock:
+            self._reads.begin()
             return await self._run(fn, *args)
 
     # --- helpers ---------------------------------------------------------------------------
@@ -159,12 +162,13 @@ class GraphStore:
             g.add((node, RDF.type, VOCAB[type_]))
             g.add((node, RDFS.label, Literal(" ".join(ent.name.split()))))
         stats = LinkStats()
-        for rel in extraction.relations:
-            triple = self._triple(scope, rel)
+        triples = [self._triple(scope, rel) for rel in extraction.relations]
+        sources = self._reads.sources_of(dict.fromkeys(triples))
+        for triple in triples:
             if triple in g:
                 continue
             g.add(triple)
-            if self._reads.sources(*triple) - {memory_id}:
+            if sources[triple] - {memory_id}:
                 stats.reinforced += 1
             else:
                 stats.added += 1
@@ -222,17 +226,20 @@ class GraphStore:
             ends.add(triple)
         recorded = ended_facts(ends)
         ended: list[Triple] = []
-        for rel in relations:
-            name = predicate_name(rel.predicate)
-            if name not in functional and not rel.functional:
-                continue
-            new = self._triple(scope, rel)
-            s, p = new[:2]
-            candidates = {
-                (s, p, o)
-                for _s, _p, o, ctx in self._ds.quads((s, p, None, None))
-                if self._reads.active(ctx) and memory_id != memory_of(ctx)
-            } | {t for t in unlinked if t[:2] == (s, p)}
+        single = [
+            self._triple(scope, rel)
+            for rel in relations
+            if predicate_name(rel.predicate) in functional or rel.functional
+        ]
+        stated = self._reads.stated(dict.fromkeys(t[:2] for t in single))
+        candidates_of = {
+            (s, p): {(s, p, o) for o, mid in values if mid != memory_id}
+            | {t for t in unlinked if t[:2] == (s, p)}
+            for (s, p), values in stated.items()
+        }
+        self._reads.validities({t: None for c in candidates_of.values() for t in c})
+        for new in single:
+            candidates = candidates_of[new[:2]]
             others = [(old, validity(old)) for old in sorted(candidates) if old != new]
             for fact, when in temporal.supersession(new, others, observed_at):
                 if fact not in recorded:  # one end per fact and memory: the first
@@ -243,7 +250,10 @@ class GraphStore:
         if len(ends):
             self._commit([self._store.put(ends_iri, ends)])
         facts = []
-        for t in dict.fromkeys(ended):
+        ended = list(dict.fromkeys(ended))
+        self._reads.validities(ended)
+        self._reads.labels_of({n: None for t in ended for n in (t[0], t[2])})
+        for t in ended:
             fact = self._reads.fact(t, validity(t))
             fact.subject = labels.get(t[0], fact.subject)
             fact.object = labels.get(t[2], fact.object)
@@ -274,9 +284,10 @@ class GraphStore:
                     continue
                 touched.update(self._reads.graph_triples(src))
                 entries += [self._store.put(dst, g), self._store.drop(src)]
-        before = {t: bool(self._reads.sources(*t)) for t in touched}
+        before = self._reads.sources_of(touched)
         self._commit(entries)
-        return sum(1 for t in touched if before[t] != bool(self._reads.sources(*t)))
+        after = self._reads.sources_of(touched)
+        return sum(1 for t in touched if bool(before[t]) != bool(after[t]))
 
     async def retract(self, scope: str, memory_ids: Iterable[str], purge: bool = False) -> int:
         """Remove the memories' graphs (active and trashed). Returns facts that lost their
@@ -284,32 +295,29 @@ class GraphStore:
         return await self._locked(self._retract_sync, scope, list(memory_ids), purge)
 
     def _retract_sync(self, scope: str, memory_ids: list[str], purge: bool) -> int:
-        entries, touched = [], set()
-        for mid in memory_ids:
-            for iri in (
-                memory_graph_iri(scope, mid),
-                trash_graph_iri(scope, mid),
-                ends_graph_iri(scope, mid),
-                trash_ends_graph_iri(scope, mid),
-            ):
-                if len(self._ds.graph(iri)):
-                    touched.update(self._reads.graph_triples(iri))
-                    entries.append(self._store.drop(iri))
-        before = {t: bool(self._reads.sources(*t)) for t in touched}
+        iris = [
+            name(scope, mid)
+            for mid in memory_ids
+            for name in (memory_graph_iri, trash_graph_iri, ends_graph_iri, trash_ends_graph_iri)
+        ]
+        held = self._reads.holding(iris)
+        entries = [self._store.drop(iri) for iri in iris if iri in held]
+        touched = {t for found in self._reads.triples_of(held).values() for t in found}
+        before = self._reads.sources_of(touched)
         self._commit(entries)
         if purge:
             self._store.compact()
-        return sum(1 for t in touched if before[t] and not self._reads.sources(*t))
+        after = self._reads.sources_of(touched)
+        return sum(1 for t in touched if before[t] and not after[t])
 
     async def orphaned_by(self, scope: str, memory_ids: Iterable[str]) -> int:
         """How many facts would lose their last support if these memories went."""
         return await self._locked(self._orphaned_sync, scope, set(memory_ids))
 
     def _orphaned_sync(self, scope: str, memory_ids: set[str]) -> int:
-        triples = set()
-        for mid in memory_ids:
-            triples.update(self._reads.graph_triples(memory_graph_iri(scope, mid)))
-        return sum(1 for t in triples if self._reads.sources(*t) <= memory_ids)
+        by_graph = self._reads.triples_of(memory_graph_iri(scope, mid) for mid in memory_ids)
+        sources = self._reads.sources_of({t for found in by_graph.values() for t in found})
+        return sum(1 for found in sources.values() if found <= memory_ids)
 
     async def outdated(
         self,
@@ -327,13 +335,18 @@ class GraphStore:
         memories: dict[str, tuple[datetime, list[Relation] | None]],
         when: datetime,
     ) -> set[str]:
+        linked = self._reads.triples_of(
+            memory_graph_iri(scope, mid) for mid, (_o, rels) in memories.items() if rels is None
+        )
+        triples_of = {
+            mid: linked[memory_graph_iri(scope, mid)] if relations is None
+            else [self._triple(scope, r) for r in relations]
+            for mid, (_observed, relations) in memories.items()
+        }  # fmt: skip
+        validity = self._reads.validities({t: None for ts in triples_of.values() for t in ts})
         out = set()
-        for mid, (observed, relations) in memories.items():
-            if relations is None:
-                triples = self._reads.graph_triples(memory_graph_iri(scope, mid))
-            else:
-                triples = [self._triple(scope, r) for r in relations]
-            facts = [self._reads.validity(*t) for t in triples]
+        for mid, (observed, _relations) in memories.items():
+            facts = [validity[t] for t in triples_of[mid]]
             if temporal.outdated(Source(mid, observed, observed), facts, when):
                 out.add(mid)
         return out
@@ -350,12 +363,9 @@ class GraphStore:
         that an active memory mentions, each once, in the order of the names."""
 
         def run() -> list[URIRef]:
-            found: dict[URIRef, None] = {}
-            for name in names:
-                node = entity_iri(scope, name)
-                if node not in found and self._reads.mentions(node):
-                    found[node] = None
-            return list(found)
+            nodes = list(dict.fromkeys(entity_iri(scope, name) for name in names))
+            mentions = self._reads.mentions_of(nodes)
+            return [node for node in nodes if mentions[node]]
 
         return await self._locked(run)
 
@@ -378,9 +388,13 @@ class GraphStore:
 
     async def entity_support(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         """For each entity name, how many active memory graphs of the scope mention it."""
-        return await self._locked(
-            lambda: {name: self._reads.mentions(entity_iri(scope, name)) for name in names}
-        )
+
+        def run() -> dict[str, int]:
+            nodes = {name: entity_iri(scope, name) for name in names}
+            mentions = self._reads.mentions_of(dict.fromkeys(nodes.values()))
+            return {name: mentions[node] for name, node in nodes.items()}
+
+        return await self._locked(run)
 
     async def memories_mentioning(self, scope: str, name: str) -> set[str]:
         """Memories (active or trashed) whose graph mentions the entity."""

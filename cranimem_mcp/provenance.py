@@ -7,7 +7,13 @@ graphs that type it. The walk from seed entities (the graph path of recall) read
 :class:`Provenance` reads a dataset it does not write. What it reads a recall repeats is
 remembered until :meth:`Provenance.changed`, which the store calls after every commit: the
 dataset changes only in a commit, and the store is its only writer. A shared SPARQL server
-can change under us (replicas), so there the store asks for no memos.
+can change under us (replicas): there the store's own reads (``SparqlProvenance``) keep
+what they read only while the server's generation holds.
+
+Recall and consolidation ask for what they need of many nodes or facts at once
+(:meth:`Provenance.edges_of`, :meth:`~Provenance.validities`, ...): here each is the loop
+over the single read, which costs no round trip in memory; a remote store answers each
+with one query.
 
 An end record (``cm:Supersession``: ``endsSubject``, ``endsPredicate``, ``endsObject``,
 ``endedAt``) is written by :func:`record_end` and read here and nowhere else; the rules that
@@ -135,6 +141,50 @@ class Provenance:
         if ended:
             self._ends_of_graph[iri] = ended
 
+    # --- reads of many at once -------------------------------------------------------------
+    # What a recall hop or a consolidation step needs, asked for all its nodes or facts in
+    # one call. Here each is the loop over the single read (in memory a read costs no round
+    # trip, and the memos above serve repeats); a remote store answers each in one request
+    # (SparqlProvenance in cranimem_mcp/sparql.py).
+
+    def begin(self) -> None:
+        """A store operation starts (nothing to do here: the memos last until a commit)."""
+
+    def edges_of(self, nodes: Iterable[URIRef]) -> dict[URIRef, list[tuple[Triple, Validity]]]:
+        return {node: self.edges(node) for node in nodes}
+
+    def validities(self, triples: Iterable[Triple]) -> dict[Triple, Validity]:
+        return {t: self.validity(*t) for t in triples}
+
+    def sources_of(self, triples: Iterable[Triple]) -> dict[Triple, set[str]]:
+        return {t: self.sources(*t) for t in triples}
+
+    def mentions_of(self, nodes: Iterable[URIRef]) -> dict[URIRef, int]:
+        return {node: self.mentions(node) for node in nodes}
+
+    def labels_of(self, nodes: Iterable[URIRef]) -> dict[URIRef, str]:
+        return {node: self.label(node) for node in nodes}
+
+    def triples_of(self, iris: Iterable[URIRef]) -> dict[URIRef, list[Triple]]:
+        """The relations each named graph holds."""
+        return {iri: self.graph_triples(iri) for iri in iris}
+
+    def holding(self, iris: Iterable[URIRef]) -> list[URIRef]:
+        """The named graphs among these that hold a triple."""
+        return [iri for iri in iris if len(self._ds.graph(iri))]
+
+    def stated(self, pairs: Iterable[tuple[URIRef, URIRef]]) -> dict[tuple, list[tuple]]:
+        """For each (subject, predicate): (object, memory id) per active memory graph that
+        states a value."""
+        return {
+            (s, p): [
+                (o, memory_of(ctx))
+                for _s, _p, o, ctx in self._ds.quads((s, p, None, None))
+                if self.active(ctx)
+            ]
+            for s, p in pairs
+        }
+
     def forget(self) -> None:
         """Drop what is remembered (the dataset changed)."""
         self._memo_validity.clear()
@@ -233,7 +283,7 @@ class Provenance:
             self._memo_mentions[node] = found
         return found
 
-    def _label(self, node: URIRef) -> str:
+    def label(self, node: URIRef) -> str:
         found = self._memo_labels.get(node) if self._memo else None
         if found is None:
             found = unquote(str(node).rsplit("/", 1)[-1])
@@ -256,9 +306,9 @@ class Provenance:
         s, p, o = triple
         valid_to = v.valid_to
         return Fact(
-            subject=self._label(s),
+            subject=self.label(s),
             predicate=str(p)[len(str(REL)) :],
-            object=self._label(o),
+            object=self.label(o),
             support=len(v.sources),
             sources=sorted(src.memory for src in v.sources),
             hops=hops,
@@ -276,11 +326,12 @@ class Provenance:
         first within a hop); with ``as_of``, only those valid then."""
         seen_nodes = set(seeds)
         frontier = list(seeds)
-        out: dict[Triple, Fact] = {}
+        out: dict[Triple, tuple[Validity, int]] = {}  # the facts taken, at their hop
         for hop in range(1, hops + 1):
             found: dict[Triple, Validity] = {}
+            edges = self.edges_of(frontier)  # one read per hop, for the whole frontier
             for node in frontier:
-                for triple, v in self.edges(node):
+                for triple, v in edges[node]:
                     if triple in out or triple in found:
                         continue
                     if as_of is None or v.valid_at(as_of):
@@ -292,7 +343,7 @@ class Provenance:
             for triple, v in ranked:
                 if len(out) >= limit:
                     break
-                out[triple] = self.fact(triple, v, hop)
+                out[triple] = (v, hop)
                 for node in (triple[0], triple[2]):
                     if node not in seen_nodes:
                         seen_nodes.add(node)
@@ -300,15 +351,15 @@ class Provenance:
             frontier = next_frontier
             if not frontier or len(out) >= limit:
                 break
-        return list(out.values())
+        self.labels_of({n: None for t in out for n in (t[0], t[2])})  # one read for all
+        return [self.fact(t, v, hop) for t, (v, hop) in out.items()]
 
     def memory_facts(self, scope: str, memory_ids: list[str]) -> list[Fact]:
-        out: dict[Triple, Fact] = {}
-        for memory_id in memory_ids:
-            for triple in self.graph_triples(memory_graph_iri(scope, memory_id)):
-                if triple not in out:
-                    out[triple] = self.fact(triple, self.validity(*triple))
-        return list(out.values())
+        by_graph = self.triples_of(memory_graph_iri(scope, mid) for mid in memory_ids)
+        triples = list(dict.fromkeys(t for found in by_graph.values() for t in found))
+        validity = self.validities(triples)
+        self.labels_of({n: None for t in triples for n in (t[0], t[2])})
+        return [self.fact(t, validity[t]) for t in triples]
 
     def mentioning(self, scope: str, name: str) -> set[str]:
         node = entity_iri(scope, name)

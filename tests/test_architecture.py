@@ -19,8 +19,8 @@ LAYERS: dict[str, set[str]] = {
     "domain": {"errors", "models", "naming", "temporal", "validation", "scopes", "lexicon",
                "vocabulary", "service", "consolidation"},
     # Stores, model runtimes and the text readers: each wraps one library or one model.
-    "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion", "episodic_search", "working_set",
-                 "records", "retention",
+    "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion",
+                 "episodic_search", "working_set", "records", "retention",
                  "episodic", "graph_io", "provenance", "graph", "sparql", "state", "ownership",
                  "lease", "embeddings", "syntax", "llm",
                  "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",

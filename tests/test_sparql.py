@@ -3,6 +3,7 @@ GraphStore's domain logic is the same over rdflib's SPARQLUpdateStore as in memo
 
 from __future__ import annotations
 
+import http.client
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -98,3 +99,120 @@ test_two_hop_question_is_answered_from_graph_facts = (
 test_repeated_fact_is_reinforced_not_duplicated = (
     test_pipeline.test_repeated_fact_is_reinforced_not_duplicated
 )
+
+
+class Requests:
+    """Counts the HTTP requests this process sends (rdflib and SparqlDataset use urllib,
+    which sends each through ``http.client.HTTPConnection.request``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        send = http.client.HTTPConnection.request
+
+        def counted(connection: Any, *args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return send(connection, *args, **kwargs)
+
+        monkeypatch.setattr(http.client.HTTPConnection, "request", counted)
+
+
+COMPANIES = ["Acme Robotics", "Globex", "Initech", "Umbrella", "Hooli", "Stark Industries"]
+FIRST = ["Ana", "Ben", "Cleo", "Dev", "Eva", "Finn", "Gus", "Hana", "Ivo", "Jude"]
+LAST = ["Silva", "Moreau", "Novak", "Berg"]
+CITIES = ["Berlin", "Oslo", "Paris", "Lisbon", "Rome", "Vienna", "Madrid"]
+
+
+async def test_a_recall_costs_a_bounded_number_of_requests_whatever_the_graph_holds(
+    open_engine, monkeypatch
+):
+    requests = Requests(monkeypatch)
+    question = "Where is the company that Ana Silva works for based?"
+    hops = 2
+    cost = {}
+    async with open_engine(
+        gating={"tau_noise": -1.0, "default_gate": False}, retrieval={"hops": hops}
+    ) as engine:
+        written = 0
+        for n in (4, 40):  # ten times the facts, most of them one or two hops from Person1
+            for i in range(written, n):
+                person = f"{FIRST[i % len(FIRST)]} {LAST[i // len(FIRST)]}"
+                company, city = COMPANIES[i % len(COMPANIES)], CITIES[i % len(CITIES)]
+                await engine.remember(f"{person} works at {company}, which is based in {city}.")
+            written = n
+            await engine.consolidate()
+            before = requests.count
+            result = await engine.recall(question)
+            cost[n] = requests.count - before
+            assert any(f.subject == "Ana Silva" for f in result.facts), result.context
+        before = requests.count
+        await engine.recall(question)
+        again = requests.count - before
+    # Each of the recall's three graph operations (link, outdated, walk) reads the server's
+    # generation; then one query links the texts to entities, two tell which recalled
+    # memories are outdated, each hop of the walk is one query for the facts with their
+    # sources and ends, and one reads the labels. With a request per lookup, this was
+    # hundreds at 40 memories.
+    bound = 3 + 1 + 2 + hops + 1
+    assert cost[40] <= bound and cost[4] <= bound, cost
+    assert again == 3  # nothing committed since: what was read is kept, checked by generation
+
+
+async def test_a_replica_reads_what_another_one_committed(open_engine, tmp_path):
+    gating = {"tau_noise": -1.0, "default_gate": False}
+    async with open_engine(home=tmp_path / "one", gating=gating) as one:
+        await one.remember("Alice works at Acme Robotics.")
+        await one.consolidate()
+        first = await one.recall("What does Alice do?", paths=["graph"])
+        assert [f.object for f in first.facts] == ["Acme Robotics"]
+        async with open_engine(home=tmp_path / "two", gating=gating) as two:
+            await two.remember("Alice plays tennis with Bob.")
+            await two.consolidate()
+        second = await one.recall("What does Alice do?", paths=["graph"])
+        assert {f.object for f in second.facts} >= {"Acme Robotics", "tennis"}
+
+
+async def test_a_recall_over_sparql_returns_what_the_local_store_returns(
+    open_engine, tmp_path, minilm
+):
+    sections = {
+        "gating": {"tau_noise": -1.0, "default_gate": False},
+        "temporal": {"half_life_days": 0.0},  # no decay: scores not tied to the clock
+    }
+    questions = [
+        "Where is the company that Alice works for based?",
+        "Who works at Acme Robotics?",
+        "Where is Globex based, and who works there?",
+    ]
+
+    async def fill_and_recall(engine: MemoryEngine) -> list[Any]:
+        for text in [
+            "Alice works at Acme Robotics.",
+            "Acme Robotics is based in Berlin.",
+            "Bob works at Acme Robotics.",
+            "Carol works at Globex, which is based in Oslo.",
+            "Dan works at Globex.",
+        ]:
+            await engine.remember(text)
+        await engine.consolidate()
+        await engine.remember("Acme Robotics is based in Munich.")  # ends Berlin, in the buffer
+        bob = [it for it in (await engine.recall("Bob")).items if it.content.startswith("Bob")]
+        await engine.forget(ids=[bob[0].id])
+        out = []
+        for q in questions:
+            result = await engine.recall(q)
+            items = [(it.path, it.content, it.score, it.superseded) for it in result.items]
+            facts = [
+                (f.subject, f.predicate, f.object, f.support, f.hops, f.score, f.superseded)
+                for f in result.facts
+            ]
+            out.append((items, sorted(facts)))
+        return out
+
+    async with open_engine(**sections) as engine:
+        remote = await fill_and_recall(engine)
+    settings = make_settings(tmp_path / "local", **sections)
+    async with MemoryEngine(settings, embedder=minilm, background=False) as engine:
+        local = await fill_and_recall(engine)
+    assert any(facts for _items, facts in local) and any(items for items, _facts in local)
+    assert any(f[-1] for _items, facts in local for f in facts)  # a superseded fact
+    assert remote == local

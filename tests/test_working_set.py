@@ -123,9 +123,10 @@ def at(location: dict, folder) -> dict:
 
 
 async def _mirror_matches_table(store: EpisodicStore, scope: str) -> None:
-    """What the working set holds for ``scope`` is exactly the table's rows, trash included. (Alone on
-    its table the store follows every change in place; on a shared one a maintenance, whose
-    commits cannot be told from another writer's, drops it: then it reloads on next use.)"""
+    """What the working set holds for ``scope`` is exactly the table's rows, trash included.
+    (Alone on its table the store follows every change in place; on a shared one a
+    maintenance, whose commits cannot be told from another writer's, drops it: then it
+    reloads on next use.)"""
     if store._shared:
         await store.count(scope, LIVE)
     mirrored = store._ws.get(scope)
