@@ -46,7 +46,8 @@ def assert_clean(text: str) -> None:
         ("recall", {"query": "tea", "k": "five"},
          'Invalid argument for recall: `k` must be an integer (got "five").'),
         ("recall", {"query": "tea", "paths": ["web"]},
-         "Invalid argument for recall: `paths[0]` must be 'episodic', 'graph' or 'trash' (got \"web\")."),
+         "Invalid argument for recall: `paths[0]` must be 'episodic', 'graph' or 'trash' "
+         '(got "web").'),
         ("recall", {"query": "tea", "paths": []},
          "Invalid argument for recall: `paths` must have at least 1 item (got 0)."),
         ("forget", {"ids": ["m_" + "0" * 20] * 1001},
