@@ -21,14 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
-import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
 from cranimem_mcp import exact  # noqa: E402
 from cranimem_mcp.config import load_settings  # noqa: E402
-from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
+from cranimem_mcp.embeddings import EmbeddingCache, OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 from cranimem_mcp.eval import metrics  # noqa: E402
 from cranimem_mcp.eval.data import load_questions  # noqa: E402
@@ -38,26 +37,6 @@ from cranimem_mcp.eval.systems import eval_settings  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared/data/hotpotqa_dev412.jsonl"
 ORIGINAL = (exact.tokens, exact.SHARE)
-
-
-class CachedEmbedder:
-    def __init__(self, inner: OnnxEmbedder) -> None:
-        self.inner, self.cache = inner, {}
-
-    @property
-    def id(self) -> str:
-        return self.inner.id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    async def embed(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if missing:
-            for t, v in zip(missing, await self.inner.embed(missing), strict=True):
-                self.cache[t] = v
-        return np.stack([self.cache[t] for t in texts])
 
 
 def variant(name: str) -> Callable[[], None]:
@@ -89,7 +68,7 @@ async def main() -> None:
     changed: dict[str, list[int]] = {n: [] for n in names}
     home = Path(tempfile.mkdtemp(prefix="cranimem-exact-hq-"))
     settings = eval_settings(load_settings(home=home), home)
-    embedder = CachedEmbedder(OnnxEmbedder())
+    embedder = EmbeddingCache(OnnxEmbedder(), size=1_000_000)  # every text, once
     async with MemoryEngine(settings, embedder=embedder, background=True) as engine:
         for index in chosen:
             q, scope = questions[index], f"hotpotqa-{index}"
