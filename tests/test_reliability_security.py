@@ -42,6 +42,10 @@ async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path, ser
             CRANIMEM_TOKEN=TOKEN,
             CRANIMEM_GATING__TAU_NOISE="-1.0",
             CRANIMEM_CONSOLIDATION__TAU_CONSOLIDATION="0.0",
+            # Only the explicit consolidate below: a background run on a loaded machine
+            # would promote some first (seen in CI: promoted 2 of 3).
+            CRANIMEM_CONSOLIDATION__EVERY_N_WRITES="0",
+            CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0",
             CRANIMEM_MODELS__EMBEDDER="local",
             CRANIMEM_MODELS__TAGGER="heuristic",
             CRANIMEM_MODELS__EXTRACTOR="heuristic",

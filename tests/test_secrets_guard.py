@@ -15,6 +15,14 @@ CANARIES = json.loads((Path(__file__).parent / "data" / "secret_canaries.json").
 SECRETS = CANARIES["secrets"]
 
 
+def leaks(secret: str, text: str) -> bool:
+    """Whether ``text`` holds ``secret``; an all-digit secret ("4921") only as a number of its
+    own, not inside a float's digits (a result's scores: seen in CI) or a hex id."""
+    if secret.isdigit():
+        return re.search(rf"(?<![0-9a-f.]){secret}(?![0-9a-f])", text) is not None
+    return secret in text
+
+
 def _values() -> list[str]:
     return [v for c in SECRETS for v in c["secret"]]
 
@@ -56,7 +64,7 @@ async def test_no_canary_reaches_disk_logs_trash_or_recall(open_engine, tmp_path
             assert result.redacted, canary["text"]
             for label in canary["labels"]:
                 assert label in result.redacted, (canary["text"], result.redacted)
-            assert not any(v in result.model_dump_json() for v in canary["secret"])
+            assert not any(leaks(v, result.model_dump_json()) for v in canary["secret"])
             if result.id:
                 ids.append(result.id)
         await engine.set_goal(f"Keep {SECRETS[0]['text']}", "other")
