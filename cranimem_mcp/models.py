@@ -30,6 +30,7 @@ MAX_IDS = 1000  # ids per forget or restore call
 MIN_K, MAX_K = 1, 50  # memories a recall returns at most
 MIN_CHARS, MAX_CHARS = 200, 200_000  # characters of a recall's context block
 MAX_AS_OF = 64  # characters of an as_of time
+MAX_FACT_SOURCES = 10  # memories a fact lists as its sources (its support counts all)
 MAX_PAGE = 100  # memories per list_memories page
 MAX_INSPECT = 200  # memories per inspector listing (and facts or entities per graph query)
 GRAPH_NODES = 40  # entities a graph overview draws at first (the default)
@@ -173,8 +174,11 @@ class Fact(BaseModel):
     subject: str
     predicate: str
     object: str
-    support: int
-    sources: list[str]
+    support: int = Field(description="How many active memories state it")
+    sources: list[str] = Field(
+        description=f"Ids of the memories that state it, the most recently asserted first, "
+        f"at most {MAX_FACT_SOURCES}"
+    )
     score: float = 0.0
     hops: int = 0
     first_seen: datetime | None = None

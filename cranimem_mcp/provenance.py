@@ -22,6 +22,7 @@ decide them are in :mod:`cranimem_mcp.temporal`.
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -30,7 +31,7 @@ from urllib.parse import unquote
 
 from rdflib import RDF, RDFS, BNode, Dataset, Graph, URIRef
 
-from .models import Fact
+from .models import MAX_FACT_SOURCES, Fact
 from .temporal import Source, Validity
 from .vocabulary import (
     BASE,
@@ -50,6 +51,10 @@ from .vocabulary import (
 
 _MEMO_MAX = 200_000  # remembered reads between commits, at most
 _MEMO_EDGES_MAX = 4096  # nodes whose relations are remembered between commits, at most
+
+
+def _asserted_then_id(source: Source) -> tuple[datetime, str]:
+    return source.asserted, source.memory
 
 
 def record_end(ends: Graph, triple: Triple, when: datetime) -> None:
@@ -310,7 +315,12 @@ class Provenance:
             predicate=str(p)[len(str(REL)) :],
             object=self.label(o),
             support=len(v.sources),
-            sources=sorted(src.memory for src in v.sources),
+            # A fact thousands of memories state listed them all: 1,500 ids (48 KB) in one
+            # recall's answer at 10k memories, each source's memory fetched by the inspector.
+            sources=[
+                src.memory
+                for src in heapq.nlargest(MAX_FACT_SOURCES, v.sources, key=_asserted_then_id)
+            ],
             hops=hops,
             first_seen=min(src.asserted for src in v.sources),
             last_seen=max(src.asserted for src in v.sources),

@@ -46,7 +46,7 @@ os.environ.setdefault("LANCE_LOG", "error")
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 from cranimem_mcp.extraction import HeuristicExtractor  # noqa: E402
-from cranimem_mcp.models import Extraction  # noqa: E402
+from cranimem_mcp.models import MAX_FACT_SOURCES, Extraction  # noqa: E402
 
 PEOPLE = ["Alice", "Bob", "Chen", "Dara", "Emeka", "Farid"]
 ORGS = ["Acme Robotics", "Globex", "Initech", "Umbrella Labs"]
@@ -144,7 +144,8 @@ async def verify(home: Path, acked: set[str]) -> list[str]:
         for scope in ("default", "work"):
             result = await engine.recall("works at lives in based in", scope=scope, k=5)
             for fact in result.facts:
-                if fact.support != len(set(fact.sources)):
+                # A fact lists its MAX_FACT_SOURCES most recent sources; its support counts all.
+                if len(set(fact.sources)) != min(fact.support, MAX_FACT_SOURCES):
                     problems.append(f"fact {fact} counts a source twice")
                 if not set(fact.sources) <= longterm | set(rows):
                     problems.append(f"fact {fact} has a source that is gone")

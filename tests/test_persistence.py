@@ -14,7 +14,8 @@ from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import ConfigError
 from cranimem_mcp.graph import GraphStore
 from cranimem_mcp.journal import JournaledDataset
-from cranimem_mcp.models import Entity, Extraction, Relation
+from cranimem_mcp.models import MAX_FACT_SOURCES, Entity, Extraction, Relation
+from cranimem_mcp.vocabulary import entity_iri
 
 pytestmark = pytest.mark.anyio
 
@@ -172,3 +173,57 @@ def test_snapshot_load_and_compaction_keep_every_term(tmp_path):
     again.open()
     assert canonical(again.ds) == expected
     assert {len(list(again.ds.graph(g).triples((None, None, None)))) for g in (a, c)} == {7}
+
+
+def test_reading_a_graph_does_not_list_the_graphs_of_each_triple(monkeypatch):
+    """rdflib's Memory built the list of every graph a triple is in for each triple a
+    graph's read yields, and the read drops it: an entity's type, stated in thousands of
+    memory graphs, cost a pass over all of them (recall's "outdated" check at 10k memories,
+    docs/RESULTS.md). Quads still carry their graphs."""
+    from rdflib.plugins.stores.memory import Memory
+
+    from cranimem_mcp.rdf_memory import TidyMemory
+
+    ds = Dataset(store=TidyMemory(), default_union=True)
+    shared = (URIRef("urn:e:oslo"), RDFS.label, Literal("Oslo"))
+    for i in range(50):
+        g = ds.graph(URIRef(f"urn:g:{i}"))
+        g.add(shared)
+        g.add((URIRef(f"urn:e:p{i}"), RDFS.label, Literal(f"Person {i}")))
+    listed = []
+    original = Memory._Memory__get_context_for_triple
+
+    def counting(self, triple, skipQuoted=False):  # noqa: N803 (rdflib's name)
+        found = original(self, triple, skipQuoted)
+        listed.append(len(found))
+        return found
+
+    monkeypatch.setattr(Memory, "_Memory__get_context_for_triple", counting)
+    for i in range(50):
+        assert len(list(ds.graph(URIRef(f"urn:g:{i}")).triples((None, None, None)))) == 2
+    assert sum(listed) == 0
+    in_graphs = {str(c) for *_t, c in ds.quads((*shared, None))}
+    assert in_graphs == {f"urn:g:{i}" for i in range(50)}
+
+
+async def test_a_fact_lists_its_most_recent_sources_and_counts_all(tmp_path):
+    """A fact many memories state lists the ten most recently asserted (newest first) and
+    counts every one in its support: one fact stated by 1,500 memories filled a recall's
+    answer with their ids (48 KB at 10k memories)."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    graph = GraphStore(store=JournaledDataset(tmp_path / "graph"), memo=True)
+    await graph.open()
+    fact = Extraction(
+        entities=[Entity(name="Ana", type="Person"), Entity(name="Oslo", type="Location")],
+        relations=[Relation(subject="Ana", predicate="visited", object="Oslo")],
+    )
+    ids = [f"m{i:02d}" for i in range(14)]
+    order = [3, 11, 0, 7, 13, 1, 9, 5, 12, 2, 8, 4, 10, 6]  # not the ids' order
+    for day, i in enumerate(order):
+        when = start.replace(day=day + 1)
+        await graph.put("s", ids[i], fact, when, when)
+    node = entity_iri("s", "Ana")
+    [found] = [f for f in await graph.facts("s", [node], 1, 10) if f.object == "Oslo"]
+    assert found.support == 14
+    assert found.sources == [ids[i] for i in reversed(order)][:MAX_FACT_SOURCES]
+    await graph.close()
