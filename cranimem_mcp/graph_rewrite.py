@@ -73,7 +73,7 @@ def rewrite(
         for text in absent:
             if found := files_holding(target, text):
                 raise StoreError(
-                    f"a text that must be gone is in {len(found)} files of the new store"
+                    f"a text that must be gone is in the new store's files ({len(found)})"
                 )
     except BaseException:
         _undo(target, existed)
@@ -109,14 +109,18 @@ def _holding(text: str) -> str:
 
 
 def files_holding(root: Path, text: str) -> list[Path]:
-    """The files under ``root`` whose bytes hold ``text`` (UTF-8)."""
-    needle = text.encode()
-    return [
-        Path(d) / name
-        for d, _dirs, files in os.walk(root)
-        for name in files
-        if needle in (Path(d) / name).read_bytes()
-    ]
+    """The files under ``root`` whose bytes hold ``text`` (UTF-8). A file that goes while it
+    is looked for (a serving store compacts) is skipped: look at a stopped store's files."""
+    needle, found = text.encode(), []
+    for d, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(d) / name
+            try:
+                if needle in path.read_bytes():
+                    found.append(path)
+            except FileNotFoundError:
+                continue
+    return found
 
 
 def _check_target(target: Path) -> None:
