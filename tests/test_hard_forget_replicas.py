@@ -57,6 +57,33 @@ def objects_holding(s3, bucket: str, text: str) -> tuple[int, list[str]]:
     return len(listed), hits
 
 
+def held(root: object, text: str) -> list[str]:
+    """Where, in the Python objects reachable from ``root``, a string holds ``text`` (what a
+    native library keeps, and memory freed but not yet reused, are out of its sight)."""
+    found: list[str] = []
+    seen: set[int] = set()
+    stack: list[tuple[object, str]] = [(root, "engine")]
+    while stack:
+        obj, where = stack.pop()
+        if id(obj) in seen or isinstance(obj, type):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str | bytes):
+            if (text if isinstance(obj, str) else text.encode()) in obj:
+                found.append(where)
+        elif isinstance(obj, dict):
+            stack += [(k, f"{where}[key]") for k in obj]
+            stack += [(v, f"{where}[{str(k)[:40]}]") for k, v in obj.items()]
+        elif isinstance(obj, list | tuple | set | frozenset):
+            stack += [(v, f"{where}[]") for v in obj]
+        elif hasattr(obj, "__dict__"):
+            stack += [(v, f"{where}.{k}") for k, v in vars(obj).items()]
+        elif hasattr(type(obj), "__slots__"):
+            slots = [n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ())]
+            stack += [(getattr(obj, n), f"{where}.{n}") for n in slots if hasattr(obj, n)]
+    return found
+
+
 def run_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], env=server_env(home), capture_output=True, text=True,
                           timeout=300, check=False)  # fmt: skip
@@ -96,8 +123,13 @@ async def test_after_a_hard_forget_the_rewrite_leaves_the_canary_in_no_file_and_
             )]  # fmt: skip
             assert (await a.consolidate()).promoted == 3
             assert canary in (await b.recall(f"locker code {canary}")).context  # B holds it
+            assert held(b, canary) != []  # its working set, its graph reads
             assert (await a.forget(ids=ids, hard=True)).forgotten == 2
-            assert canary not in (await b.recall(f"locker code {canary}")).context
+            assert held(b, canary) != []  # idle, B still holds what it read
+            # B's next operation follows the table's version and the graph's generation:
+            # after it, neither replica holds the text in any object reachable from it.
+            assert canary not in (await b.recall("Where do I live?")).context
+            assert held(a, canary) == [] and held(b, canary) == []
         # The bucket: purge_history left no object (no old version, data or index file)
         # holding it.
         count, in_bucket = objects_holding(s3, "hard-forget", canary)
