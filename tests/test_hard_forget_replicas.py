@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,8 @@ async def test_after_a_hard_forget_the_rewrite_leaves_the_canary_in_no_file_and_
     }
     a_settings = make_settings(tmp_path / "a", **sections)
     b_settings = make_settings(tmp_path / "b", **sections)
-    with oxigraph_serve(old, port) as served:
+    with ExitStack() as servers:
+        served = servers.enter_context(oxigraph_serve(old, port))
         async with (
             MemoryEngine(a_settings, embedder=minilm, background=False) as a,
             MemoryEngine(b_settings, embedder=minilm, background=False) as b,
@@ -130,33 +132,35 @@ async def test_after_a_hard_forget_the_rewrite_leaves_the_canary_in_no_file_and_
             # after it, neither replica holds the text in any object reachable from it.
             assert canary not in (await b.recall("Where do I live?")).context
             assert held(a, canary) == [] and held(b, canary) == []
-        # The bucket: purge_history left no object (no old version, data or index file)
-        # holding it.
-        count, in_bucket = objects_holding(s3, "hard-forget", canary)
-        assert count > 0 and in_bucket == []
+            # The bucket: purge_history left no object (no old version, data or index
+            # file) holding it.
+            count, in_bucket = objects_holding(s3, "hard-forget", canary)
+            assert count > 0 and in_bucket == []
 
-        cli_home = tmp_path / "cli"
-        done = run_cli("rewrite-graph", "--config", str(config_file(tmp_path / "g.toml", graph)),
-                       "--data-dir", str(cli_home), "--to", str(new), "--absent", canary,
-                       "--json", home=cli_home)  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        assert '"quads"' in done.stdout and canary not in done.stdout + done.stderr
-        served.stop()
-    # The server's files still hold it (read once it stopped: a serving store compacts):
-    # the "before" the rewrite exists for. The rewrite never touches them.
-    assert files_holding(old, canary) != []
-    assert files_holding(new, canary) == []
-    assert any(new.iterdir())
+            cli_home = tmp_path / "cli"
+            config = config_file(tmp_path / "g.toml", graph)
+            done = run_cli("rewrite-graph", "--config", str(config), "--data-dir",
+                           str(cli_home), "--to", str(new), "--absent", canary, "--json",
+                           home=cli_home)  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert '"quads"' in done.stdout and canary not in done.stdout + done.stderr
+            served.stop()
+            # The server's files still hold it (read once it stopped: a serving store
+            # compacts): the "before" the rewrite exists for. The rewrite never touches
+            # them; the new store holds it nowhere.
+            assert files_holding(old, canary) != []
+            assert files_holding(new, canary) == [] and any(new.iterdir())
 
-    # The swap: the server restarted on the new store (same address); replica B recalls
-    # the rest of the memories from it and finds every store consistent.
-    with oxigraph_serve(new, port):
-        async with MemoryEngine(b_settings, embedder=minilm, background=False) as b:
+            # The swap: the server restarted on the new store at the same address. The
+            # replicas stay open; B recalls the rest from it and finds the stores agree.
+            servers.enter_context(oxigraph_serve(new, port))
             recalled = await b.recall("Where do I live?")
             assert "Paris" in recalled.context and canary not in recalled.context
             facts = await b.recall("Where do I live?", paths=["graph"])
             assert any("Paris" in f.object for f in facts.facts)
             assert await b.check() == []
+            assert (await a.remember("I work at Initech.")).status == "stored"
+            assert (await a.consolidate()).promoted == 1  # and A writes through it
     assert files_holding(new, canary) == []
 
 
