@@ -21,8 +21,7 @@ from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput, StoreError
 from cranimem_mcp.graph_rewrite import files_holding, rewrite
 
-# Every test here talks to an `oxigraph serve` subprocess.
-pytestmark = pytest.mark.slow
+# The tests that start a subprocess (`oxigraph serve`, the command line) are marked slow.
 
 OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).parent / "oxigraph")
 
@@ -96,6 +95,7 @@ def config_file(path: Path, graph: dict[str, str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_after_a_hard_forget_the_rewrite_leaves_the_canary_in_no_file_and_no_object(
     tmp_path, s3, minilm
@@ -175,6 +175,7 @@ def test_a_target_that_is_not_an_empty_directory_is_refused_and_kept(tmp_path):
     assert (target / "keep.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_an_unreachable_server_is_a_clear_error_that_creates_nothing(tmp_path):
     target = tmp_path / "store"
     with pytest.raises(StoreError, match="did not answer"):
@@ -190,6 +191,7 @@ def test_an_unreachable_server_is_a_clear_error_that_creates_nothing(tmp_path):
     assert not target.exists()
 
 
+@pytest.mark.slow
 def test_a_wrong_url_or_a_live_canary_is_an_error_that_leaves_no_store(tmp_path):
     port = free_port()
     graph = endpoints(port)
@@ -216,6 +218,7 @@ def test_a_wrong_url_or_a_live_canary_is_an_error_that_leaves_no_store(tmp_path)
         assert done.quads == 2
 
 
+@pytest.mark.slow
 def test_the_command_refuses_a_local_graph(tmp_path):
     done = run_cli("rewrite-graph", "--data-dir", str(tmp_path / "h"), "--to",
                    str(tmp_path / "store"), home=tmp_path / "h")  # fmt: skip
