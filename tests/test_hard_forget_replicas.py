@@ -10,16 +10,19 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from conftest import CLI, answering, free_port, make_settings, server_env
+from rdflib import Graph, Literal, URIRef
 
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput, StoreError
 from cranimem_mcp.graph_rewrite import files_holding, rewrite
+from cranimem_mcp.sparql import SparqlDataset
 
 # The tests that start a subprocess (`oxigraph serve`, the command line) are marked slow.
 
@@ -216,6 +219,37 @@ def test_a_wrong_url_or_a_live_canary_is_an_error_that_leaves_no_store(tmp_path)
         _update(graph["update_endpoint"], 'INSERT DATA { <urn:d> <urn:p> "in the default" }')
         done = rewrite(graph["query_endpoint"], graph["update_endpoint"], target, ["absent"])
         assert done.quads == 2
+
+
+@pytest.mark.slow
+def test_a_commit_during_the_rewrite_fails_it_and_leaves_no_store(tmp_path):
+    """A replica committing while the copy runs (each commit sets a new generation): the copy
+    may be of a graph that no longer is, so the rewrite is refused and nothing is kept."""
+    port = free_port()
+    graph = endpoints(port)
+    target = tmp_path / "store"
+    with oxigraph_serve(tmp_path / "oxigraph", port):
+        writer = SparqlDataset(graph["query_endpoint"], graph["update_endpoint"])
+        stop = threading.Event()
+
+        def commit_until_stopped() -> None:
+            i = 0
+            while not stop.is_set():
+                g = Graph()
+                g.add((URIRef("urn:s"), URIRef("urn:p"), Literal(f"commit {i}")))
+                writer.commit([writer.put(URIRef(f"urn:g{i % 5}"), g)])
+                i += 1
+
+        thread = threading.Thread(target=commit_until_stopped)
+        writer.commit([writer.put(URIRef("urn:g0"), Graph())])  # a first generation
+        thread.start()
+        try:
+            with pytest.raises(StoreError, match="changed during the rewrite"):
+                rewrite(graph["query_endpoint"], graph["update_endpoint"], target)
+        finally:
+            stop.set()
+            thread.join(30)
+        assert not target.exists()
 
 
 @pytest.mark.slow
