@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.error import HTTPError
@@ -86,10 +87,16 @@ def _load(target: Path, endpoint: str, absent: Sequence[str]) -> int:
     """Fill a fresh store at ``target`` from the server; the number of quads it holds. A
     text of ``absent`` in a live quad is an error: then the server still holds it alive
     (a soft forget, or a memory not forgotten), and no rewrite removes it."""
-    store = ox.Store(str(target))
     try:
-        store.bulk_extend(_quads(endpoint))
-        store.flush()
+        store = ox.Store(str(target))
+    except OSError as exc:
+        raise StoreError(f"cannot make a store at {target}: {exc}") from exc
+    try:
+        try:
+            store.bulk_extend(_quads(endpoint))
+            store.flush()
+        except OSError as exc:  # the disk, not the server (its errors are StoreErrors)
+            raise StoreError(f"cannot write the new store at {target}: {exc}") from exc
         for text in absent:
             if bool(store.query(_holding(text))):
                 raise StoreError(
@@ -141,7 +148,9 @@ def _undo(target: Path, existed: bool) -> None:
         shutil.rmtree(target)
 
 
-def _select(endpoint: str, query: str) -> ox.QuerySolutions:
+@contextmanager
+def _select(endpoint: str, query: str) -> Iterator[ox.QuerySolutions]:
+    """The solutions of one SELECT, read as they arrive; the answer is closed on exit."""
     request = Request(
         endpoint,
         data=query.encode(),
@@ -158,30 +167,32 @@ def _select(endpoint: str, query: str) -> ox.QuerySolutions:
         raise StoreError(why) from exc
     except (OSError, ValueError) as exc:
         raise StoreError(f"the SPARQL server at {endpoint} did not answer: {exc}") from exc
-    try:
-        results = ox.parse_query_results(response, ox.QueryResultsFormat.JSON)
-    except (SyntaxError, ValueError, OSError) as exc:
-        response.close()
-        raise StoreError(f"{endpoint} did not answer as a SPARQL query endpoint: {exc}") from exc
-    if not isinstance(results, ox.QuerySolutions):
-        response.close()
-        raise StoreError(f"{endpoint} did not answer the rewrite's SELECT with solutions")
-    return results
+    with response:
+        try:
+            results = ox.parse_query_results(response, ox.QueryResultsFormat.JSON)
+        except (SyntaxError, ValueError, OSError) as exc:
+            why = f"{endpoint} did not answer as a SPARQL query endpoint: {exc}"
+            raise StoreError(why) from exc
+        if not isinstance(results, ox.QuerySolutions):
+            raise StoreError(f"{endpoint} did not answer the rewrite's SELECT with solutions")
+        yield results
 
 
 def _quads(endpoint: str) -> Iterator[ox.Quad]:
     default = ox.DefaultGraph()
     try:
-        for row in _select(endpoint, _DUMP):
-            g = row["g"]
-            yield ox.Quad(row["s"], row["p"], row["o"], default if g is None else g)
+        with _select(endpoint, _DUMP) as rows:
+            for row in rows:
+                g = row["g"]
+                yield ox.Quad(row["s"], row["p"], row["o"], default if g is None else g)
     except (SyntaxError, ValueError, OSError) as exc:  # a reply cut or garbled midway
         raise StoreError(f"the SPARQL server's answer broke off during the copy: {exc}") from exc
 
 
 def _count(endpoint: str) -> int:
     try:
-        (row,) = list(_select(endpoint, _COUNT))
+        with _select(endpoint, _COUNT) as rows:
+            (row,) = list(rows)
         return int(row["n"].value)
     except (SyntaxError, ValueError, OSError, KeyError, TypeError) as exc:
         raise StoreError(f"the SPARQL server's count of its quads was unreadable: {exc}") from exc
