@@ -180,7 +180,8 @@ async def _rewrite_graph(args: argparse.Namespace, settings: Settings) -> int:
                           "generation": done.generation}, indent=2))  # fmt: skip
     else:
         print(f"copied {done.quads} quads into {done.target} and verified them (the server's"
-              f" count at generation {done.generation or '-'}). To use it: stop the SPARQL"
+              f" count at generation {done.generation or '-'}). To use it, with no write since"
+              " the copy (docs/SCALING.md, 'Hard forget across replicas'): stop the SPARQL"
               f" server, start it on {done.target}, run `cranimem-mcp check`, and only then"
               " remove the old store's directory: it still holds what was forgotten.")  # fmt: skip
     return 0
