@@ -65,6 +65,8 @@ async def _one_shot(args: argparse.Namespace) -> int:
     if args.command == "reembed":
         await _reembed(args, settings)
         return 0
+    if args.command == "rewrite-graph":
+        return await _rewrite_graph(args, settings)
     from .sharing import shared_engine
 
     cmd = args.command
@@ -166,6 +168,23 @@ async def _reembed(args: argparse.Namespace, settings: Settings) -> None:
     ):
         old, new, n = await reembed(settings, providers.embedder)
     print(f"re-embedded {n} memories: {old} -> {new}" if n or old != new else f"already {new}")
+
+
+async def _rewrite_graph(args: argparse.Namespace, settings: Settings) -> int:
+    """Reads the SPARQL server, never the data directory: replicas may keep serving."""
+    from .doctor import rewrite_graph
+
+    done = await rewrite_graph(settings, args.target, args.absent)
+    if args.json:
+        print(json.dumps({"target": str(done.target), "quads": done.quads,
+                          "generation": done.generation}, indent=2))  # fmt: skip
+    else:
+        print(f"copied {done.quads} quads into {done.target} and verified them (the server's"
+              f" count at generation {done.generation or '-'}). To use it, with no write since"
+              " the copy (docs/SCALING.md, 'Hard forget across replicas'): stop the SPARQL"
+              f" server, start it on {done.target}, run `cranimem-mcp check`, and only then"
+              " remove the old store's directory: it still holds what was forgotten.")  # fmt: skip
+    return 0
 
 
 def _show(line: str) -> None:

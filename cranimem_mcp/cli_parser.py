@@ -11,7 +11,8 @@ from pathlib import Path
 # What ``--help`` says first (argparse reflows it; it was cli.py's docstring).
 DESCRIPTION = (
     "The command line: ``cranimem-mcp serve | ui | remember | recall | list | consolidate |"
-    " forget | restore | goal | stats | check | export | import | doctor | reembed | demo |"
+    " forget | restore | goal | stats | check | export | import | doctor | reembed |"
+    " rewrite-graph | demo |"
     " eval | bench``. Logging goes to stderr; ``serve`` writes nothing to stdout but protocol"
     " messages."
 )
@@ -120,6 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--to", choices=["auto", "ollama", "local"],
         help="the new embedder (default: [models] embedder of the configuration)",
+    )  # fmt: skip
+
+    p = sub.add_parser(
+        "rewrite-graph",
+        help="after a hard forget on a SPARQL server: copy its live graph into a fresh Oxigraph"
+        " store (what its files keep of forgotten text stays behind), verified, for a restart",
+    )
+    _common(p)
+    p.add_argument(
+        "--to", type=Path, required=True, dest="target",
+        help="directory of the new store (absent or empty); the server's own is never touched",
+    )  # fmt: skip
+    p.add_argument(
+        "--absent", action="append", default=[], metavar="TEXT",
+        help="a text no file of the new store may hold (e.g. a fragment of what was forgotten:"
+        " the process list shows it, so not the secret itself); repeatable",
     )  # fmt: skip
 
     p = sub.add_parser("demo", help="a narrated tour of the pipeline on a temporary store")

@@ -1,5 +1,6 @@
-"""``cranimem-mcp doctor`` and ``cranimem-mcp reembed``: checking the model setup, and moving
-a store to another embedder.
+"""``cranimem-mcp doctor``, ``reembed`` and ``rewrite-graph``: checking the model setup,
+moving a store to another embedder, and rewriting the graph server's store after a hard
+forget (:mod:`.graph_rewrite`).
 
 Doctor checks the data directory, the Ollama host (``/api/version``), that each configured
 model is pulled (``/api/tags``, ``/api/show``), the embedding dimension, and that the store
@@ -21,6 +22,7 @@ import shutil
 import statistics
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 import anyio
@@ -29,6 +31,7 @@ from .config import Settings
 from .embeddings import Embedder
 from .episodic import EpisodicStore
 from .errors import BackendUnavailable, ConfigError, CranimemError, ModelOutputError
+from .graph_rewrite import Rewrite, rewrite
 from .ollama import ExtractionReply, OllamaBackend, Prompt, TagReply, ask, has_model, prompts_dir
 from .providers import backend_for, recorded_embedder, select_providers
 from .state import load_state, save_state
@@ -280,3 +283,17 @@ async def reembed(settings: Settings, target: Embedder) -> tuple[str, str, int]:
     shutil.rmtree(backup)
     logger.info("re-embedded %d memories: %s -> %s", len(rows), known["id"], new["id"])
     return known["id"], new["id"], len(rows)
+
+
+async def rewrite_graph(settings: Settings, target: Path, absent: list[str]) -> Rewrite:
+    """Copy the graph server's live quads into a fresh Oxigraph store at ``target``,
+    verified (:mod:`.graph_rewrite`). Reads the server only, never the data directory."""
+    g = settings.graph
+    if g.store != "sparql":
+        raise ConfigError(
+            'rewrite-graph is for a graph on a SPARQL server ([graph] store = "sparql"); '
+            "a hard forget on the local store rewrites its files itself"
+        )
+    return await anyio.to_thread.run_sync(
+        rewrite, g.query_endpoint, g.update_endpoint, target, absent
+    )

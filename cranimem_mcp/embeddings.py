@@ -355,12 +355,14 @@ def local_embedder(model: str = "all-MiniLM-L6-v2", threads: int = 1) -> LocalMo
 
 class EmbeddingCache:
     """An :class:`Embedder` that remembers the vectors of recent texts (LRU). Used for texts
-    that recur: goals, and the graph facts each recall scores."""
+    that recur: goals, and the graph facts each recall scores. It is keyed by a digest of
+    each text, never the text: a hard forget elsewhere (another replica) cannot reach this
+    cache, and a digest keeps the forgotten text out of it (its vector stays until evicted)."""
 
     def __init__(self, embedder: Embedder, size: int = 4096) -> None:
         self._inner = embedder
         self._size = size
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
 
     @property
     def id(self) -> str:
@@ -373,19 +375,24 @@ class EmbeddingCache:
     async def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        keys = {t: _digest(t) for t in texts}
         # The answer is built from this call's own lookups: inserting the missing texts (or
         # a concurrent call) may evict cached ones this call also asked for.
         found: dict[str, np.ndarray] = {}
-        for t in texts:
-            vector = self._vectors.get(t)
+        for t, key in keys.items():
+            vector = self._vectors.get(key)
             if vector is not None:
-                self._vectors.move_to_end(t)
+                self._vectors.move_to_end(key)
                 found[t] = vector
-        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        missing = [t for t in keys if t not in found]
         if missing:
             for text, vector in zip(missing, await self._inner.embed(missing), strict=True):
-                found[text] = self._vectors[text] = vector
-                self._vectors.move_to_end(text)
+                found[text] = self._vectors[keys[text]] = vector
+                self._vectors.move_to_end(keys[text])
             while len(self._vectors) > self._size:
                 self._vectors.popitem(last=False)
         return np.stack([found[t] for t in texts])
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()

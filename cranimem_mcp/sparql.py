@@ -411,5 +411,5 @@ class SparqlDataset:
         self.store.update(" ;\n".join([*parts, *generation]))
 
     def compact(self) -> None:
-        """Nothing to do: the server keeps its own files (a hard forget there is the
-        server's business: see docs/SCALING.md)."""
+        """Nothing to do: the server keeps its own files (what they keep after a hard
+        forget, and ``rewrite-graph``: see docs/SCALING.md and :mod:`.graph_rewrite`)."""

@@ -21,7 +21,8 @@ LAYERS: dict[str, set[str]] = {
     # Stores, model runtimes and the text readers: each wraps one library or one model.
     "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion",
                  "episodic_search", "working_set", "records", "retention",
-                 "episodic", "graph_io", "provenance", "graph", "sparql", "state", "ownership",
+                 "episodic", "graph_io", "provenance", "graph", "sparql", "graph_rewrite", "state",
+                 "ownership",
                  "lease", "embeddings", "syntax", "llm",
                  "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",
                  "redaction", "discourse", "verb_frames", "copulas", "extraction", "linkage",
