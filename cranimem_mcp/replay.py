@@ -322,6 +322,7 @@ class Consolidator:
                         self.policy.longterm_capacity,
                         self.policy.half_life_days,
                         report,
+                        before_commit=lambda: self.lease.check(server=True),
                     )
                 await steps.step(
                     f"pruned {report.pruned - pruned} long-term memories past the bound"

@@ -264,3 +264,58 @@ async def test_graph_reads_remembered_for_recall_follow_every_change(open_engine
         back = await engine.recall(ask, paths=["graph"])
         assert triples(back.facts, current_only=True) == {("User", "lives_in", "Paris")}
         assert "Berlin" not in back.context
+
+
+async def test_a_long_prune_moves_batches_and_lets_writes_in_between(open_engine, monkeypatch):
+    """Past the bound the weakest go in batches, the scope's lock taken per batch (5,000 at
+    once held it 85-102 s, so a remember waited that long); a memory forgotten between two
+    batches stays forgotten, not pruned over it."""
+    import anyio
+
+    from cranimem_mcp import pruning
+    from cranimem_mcp.models import ConsolidationReport
+
+    monkeypatch.setattr(pruning, "PRUNE_BATCH", 2)
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        for city in ("Lisbon", "Oslo", "Lima", "Pune", "Kyiv", "Faro", "Bern"):
+            await engine.remember(f"I visited {city} once.", goal=LIFE)
+        await engine.consolidate()
+        assert (await engine.stats()).scopes[0].longterm == 7
+        report = ConsolidationReport()
+        forgotten: list[str] = []
+
+        class Batches:
+            """The scope's lock, counting holds; before the third a user forgets the rest."""
+
+            def __init__(self) -> None:
+                self.inner, self.holds = anyio.Lock(), 0
+
+            async def __aenter__(self) -> None:
+                self.holds += 1
+                if self.holds == 3:
+                    decided = {d.id for d in report.decisions}
+                    rest = [r.id for r in await engine.episodic.scope_rows("default", ("longterm",))
+                            if r.id not in decided]  # fmt: skip
+                    forgotten.extend(rest)
+                    await engine.forget(ids=rest)
+                await self.inner.acquire()
+
+            async def __aexit__(self, *exc: object) -> None:
+                self.inner.release()
+
+        lock = Batches()
+        await pruning.prune_longterm(
+            engine.episodic,
+            engine.graph,
+            lock,
+            "default",
+            2,
+            30.0,
+            report,  # type: ignore[arg-type]
+        )
+        assert lock.holds == 1 + 3  # the choice, then three batches of at most two
+        # 5 over the bound: the first batch of 2 pruned, then the user forgot all 5 left
+        assert report.pruned == 2 and len(forgotten) == 5
+        for row in await engine.episodic.get(forgotten):
+            assert row.tier == "trash" and not row.decision_reason.startswith("decayed")
+        assert not await engine.check()
