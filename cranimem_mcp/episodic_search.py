@@ -85,8 +85,7 @@ class HybridSearch:
         if mirrored is None:  # unmirrored: the search over all, kept to ``among``
             found = await self.hybrid(scope, vector, terms, tiers, 4 * limit)
             return [h for h in found if h.entry.id in among][:limit]
-        near = [(e, s) for e, s in mirrored.nearest(vector, tiers, len(mirrored))
-                if e.id in among][:limit]  # fmt: skip
+        near = mirrored.nearest(vector, tiers, limit, among)
         if not terms:
             return [Hit(e, sim, sim) for e, sim in near]
         where = scope_filter(scope, tiers)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 
 from .records import Hit
 from .working_set import Entry
@@ -44,6 +45,7 @@ class Rerank:
         return self.speaker_boost > 0 or self.neighbour_weight > 0
 
 
+@lru_cache(maxsize=1 << 16)  # asked of every memory of a scope at each recall
 def speaker(content: str) -> str | None:
     """The speaker a transcript turn names, or None for any other text."""
     m = _SPEAKER.match(content)
