@@ -110,6 +110,13 @@ class RetrievalSettings(_Section):
     speaker_boost: float = Field(0.0, ge=0.0, le=1.0)
     neighbour_weight: float = Field(0.0, ge=0.0, le=1.0)
     session_hours: float = Field(6.0, gt=0.0)
+    # Speaker-centred recall (cranimem_mcp/speakers.py): a name heading at least this many
+    # memories of the scope ("[when] Name: text") is a speaker; a query naming one searches
+    # without the name, the speaker's own turns first (0 = off). Those turns are re-scored
+    # with their own pool and neighbour weight: only transcripts reach this branch.
+    speaker_turns: int = Field(3, ge=0)
+    speaker_pool: int = Field(2, ge=1, le=10)
+    speaker_neighbour_weight: float = Field(0.3, ge=0.0, le=1.0)
     graph_resource_max_triples: int = Field(2000, ge=1)
 
 

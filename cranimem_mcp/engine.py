@@ -168,6 +168,10 @@ class MemoryEngine:
                 min_score=r.min_score,
                 half_life_days=settings.temporal.half_life_days,
                 rerank=Rerank(r.pool, r.speaker_boost, r.neighbour_weight, r.session_hours),
+                speaker_turns=r.speaker_turns,
+                speaker_rerank=Rerank(
+                    r.speaker_pool, 0.0, r.speaker_neighbour_weight, r.session_hours
+                ),
             ),
             embedder=self.embedder,
             cached=self._cached,

@@ -9,7 +9,7 @@ full-text half in LanceDB (:mod:`~cranimem_mcp.fusion`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import numpy as np
@@ -29,15 +29,24 @@ class HybridSearch:
     _run: Any
 
     async def hybrid(
-        self, scope: str, vector: np.ndarray, text: str, tiers: Iterable[str], limit: int
+        self,
+        scope: str,
+        vector: np.ndarray,
+        text: str,
+        tiers: Iterable[str],
+        limit: int,
+        among: Collection[str] | None = None,
     ) -> list[Hit]:
         """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused), best first.
         A mirrored scope runs the vector half on the working set and only the full-text
-        half in LanceDB, fused by the same reranker LanceDB's hybrid query uses."""
+        half in LanceDB, fused by the same reranker LanceDB's hybrid query uses. ``among``:
+        only these memory ids (each half searched among them before the fusion)."""
         where = scope_filter(scope, tiers)
         terms = " ".join(re.findall(r"\w+", text))
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
+        if among is not None:
+            return await self._hybrid_among(scope, vector, terms, tiers, limit, set(among))
         if mirrored is not None:
             near = mirrored.nearest(vector, tiers, limit)
             if not terms:  # no words to search for: a vector search, as LanceDB would run it
@@ -67,6 +76,23 @@ class HybridSearch:
             sim = float(np.asarray(r["vector"], dtype=np.float32) @ vector)
             hits.append(Hit(entry(r), sim, float(r.get("_relevance_score", sim))))
         return hits
+
+    async def _hybrid_among(
+        self, scope: str, vector: np.ndarray, terms: str, tiers: tuple[str, ...], limit: int,
+        among: set[str],
+    ) -> list[Hit]:  # fmt: skip
+        mirrored = await self._mirrored(scope, tiers)
+        if mirrored is None:  # unmirrored: the search over all, kept to ``among``
+            found = await self.hybrid(scope, vector, terms, tiers, 4 * limit)
+            return [h for h in found if h.entry.id in among][:limit]
+        near = mirrored.nearest(vector, tiers, limit, among)
+        if not terms:
+            return [Hit(e, sim, sim) for e, sim in near]
+        where = scope_filter(scope, tiers)
+        rows = await self._fts(where, terms, 4 * limit, ["id"])
+        text = [(r["id"], float(r["_score"])) for r in rows if r["id"] in among][:limit]
+        text = [(i, score) for i, score in text if i in mirrored]
+        return fuse(self._reranker, mirrored, vector, near, text, limit)
 
     async def _fts(
         self, where: str | None, terms: str, limit: int, columns: list[str]

@@ -16,9 +16,10 @@ weights at 0 the order is the hybrid search's own.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 
 from .records import Hit
 from .working_set import Entry
@@ -44,22 +45,19 @@ class Rerank:
         return self.speaker_boost > 0 or self.neighbour_weight > 0
 
 
+@lru_cache(maxsize=1 << 16)  # asked of every memory of a scope at each recall
 def speaker(content: str) -> str | None:
+    """The speaker a transcript turn names, or None for any other text."""
     m = _SPEAKER.match(content)
     return m.group(1) if m else None
 
 
-def named_speakers(query: str, entries: Sequence[Entry]) -> set[str]:
-    """The scope's speakers the query names, as whole words (case-insensitive)."""
-    speakers = {s for e in entries if (s := speaker(e.content))}
-    return {s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query, re.IGNORECASE)}
-
-
 def rerank(
-    hits: Sequence[Hit], entries: Sequence[Entry], query: str, policy: Rerank
+    hits: Sequence[Hit], entries: Sequence[Entry], named: Collection[str], policy: Rerank
 ) -> list[tuple[Entry, float]]:
     """The candidates with their scores, best first. ``hits`` are the hybrid search's, best
-    first; ``entries`` the scope's live memories (the neighbours come from them).
+    first; ``entries`` the scope's live memories (the neighbours come from them); ``named``
+    the scope's speakers the query names (:mod:`.speakers`).
 
     The order is the fused relevance plus the lifts (the fused score carries the full-text
     half: ordering the candidates by cosine alone lost a fifth of the evidence found, R@5
@@ -74,12 +72,10 @@ def rerank(
     key = {h.entry.id: h.fused for h in hits}
     by_id: dict[str, Entry] = {h.entry.id: h.entry for h in hits}
     extra = dict.fromkeys(key, 0.0)
-    if policy.speaker_boost > 0:
-        named = named_speakers(query, entries)
-        if named:
-            for memory_id, entry in by_id.items():
-                if speaker(entry.content) in named:
-                    extra[memory_id] += policy.speaker_boost
+    if policy.speaker_boost > 0 and named:
+        for memory_id, entry in by_id.items():
+            if speaker(entry.content) in named:
+                extra[memory_id] += policy.speaker_boost
     if policy.neighbour_weight > 0:
         lifted = {m: key[m] + extra[m] for m in key}
         neighbours = _neighbours(hits, entries, lifted, shown, policy)

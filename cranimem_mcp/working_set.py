@@ -24,7 +24,7 @@ a scope larger than the bound is not mirrored (the store asks LanceDB, as before
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -155,10 +155,19 @@ class ScopeSet:
         return float(self._vectors[self._slot[memory_id]] @ vector)
 
     def nearest(
-        self, vector: np.ndarray, tiers: Iterable[str], limit: int
+        self,
+        vector: np.ndarray,
+        tiers: Iterable[str],
+        limit: int,
+        among: Collection[str] | None = None,
     ) -> list[tuple[Entry, float]]:
-        """Exact cosine nearest neighbours (vectors are unit length), best first."""
+        """Exact cosine nearest neighbours (vectors are unit length), best first; with
+        ``among``, only those memory ids."""
         mask = _mask(self._tier[: self._high], tiers)
+        if among is not None:
+            only = np.zeros_like(mask)
+            only[[self._slot[i] for i in among if i in self._slot]] = True
+            mask &= only
         n = int(mask.sum())
         if n == 0 or limit <= 0:
             return []

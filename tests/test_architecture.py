@@ -28,7 +28,8 @@ LAYERS: dict[str, set[str]] = {
                  "redaction", "discourse", "verb_frames", "copulas", "extraction", "linkage",
                  "heuristics", "write_cues", "parse_cues", "durable"},
     # The paper's stages as logic over stores handed in: gate, buffer, replay, recall.
-    "pipeline": {"gating", "retrieval", "rerank", "exact", "inspection", "coordination", "intake",
+    "pipeline": {"gating", "retrieval", "rerank", "speakers", "exact", "inspection", "coordination",
+                 "intake",
                  "replay", "pruning", "forgetting", "consistency", "portability"},
     # The composition of the pipeline, and what reads configuration to choose its parts.
     "engine": {"config", "engine", "providers", "preload", "doctor"},

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from cranimem_mcp.records import Hit
-from cranimem_mcp.rerank import Rerank, named_speakers, rerank, speaker
+from cranimem_mcp.rerank import Rerank, rerank, speaker
+from cranimem_mcp.speakers import named
 from cranimem_mcp.working_set import Entry
 
 DAY1 = datetime(2023, 5, 8, tzinfo=UTC)
@@ -27,9 +28,9 @@ def test_a_transcript_turn_names_its_speaker_after_the_stamp():
 
 
 def test_a_query_names_a_speaker_as_a_whole_word_only():
-    entries = [_entry(1, "[x] Mel: hi"), _entry(2, "[x] Caroline: hi")]
-    assert named_speakers("What do Mel's kids like?", entries) == {"Mel"}
-    assert named_speakers("What did Melanie paint?", entries) == set()
+    known = ["Mel", "Caroline"]
+    assert named("What do Mel's kids like?", known) == {"Mel"}
+    assert named("What did Melanie paint?", known) == set()
 
 
 def test_the_turn_after_a_strong_hit_is_lent_part_of_its_score():
@@ -39,7 +40,7 @@ def test_the_turn_after_a_strong_hit_is_lent_part_of_its_score():
     ranked = rerank(
         [_hit(question, 0.9), _hit(far, 0.2)],
         [question, reply, far],
-        "camping trip",
+        set(),
         Rerank(neighbour_weight=0.3),
     )
     assert [e.id for e, _s in ranked] == ["m1", "m2", "m7"]  # the reply joins, above far
@@ -49,7 +50,7 @@ def test_the_turn_after_a_strong_hit_is_lent_part_of_its_score():
 def test_a_turn_of_another_session_is_not_a_neighbour():
     hit = _entry(1, "[d] Ann: How was the camping trip?")
     next_session = _entry(2, "[d] Bob: Hi again!", DAY1 + timedelta(days=3))
-    ranked = rerank([_hit(hit, 0.9)], [hit, next_session], "camping", Rerank(neighbour_weight=0.3))
+    ranked = rerank([_hit(hit, 0.9)], [hit, next_session], set(), Rerank(neighbour_weight=0.3))
     assert [e.id for e, _s in ranked] == ["m1"]
 
 
@@ -57,7 +58,7 @@ def test_the_speaker_the_query_names_is_lifted_over_one_who_only_addresses_them(
     addressed = _entry(1, "[d] Bob: Thanks, Ann! Great kids.")
     spoken = _entry(5, "[d] Ann: We went hiking, they loved it.")
     hits = [_hit(addressed, 0.6), _hit(spoken, 0.55)]
-    off = rerank(hits, [addressed, spoken], "What do Ann's kids like?", Rerank())
-    on = rerank(hits, [addressed, spoken], "What do Ann's kids like?", Rerank(speaker_boost=0.1))
+    off = rerank(hits, [addressed, spoken], {"Ann"}, Rerank())
+    on = rerank(hits, [addressed, spoken], {"Ann"}, Rerank(speaker_boost=0.1))
     assert [e.id for e, _s in off] == ["m1", "m5"]
     assert [e.id for e, _s in on] == ["m5", "m1"]

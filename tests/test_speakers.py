@@ -1,0 +1,88 @@
+"""Speaker-centred recall: a query naming a speaker of a conversation searches without the
+name, the speaker's own turns first. Real stores, the real MiniLM, through a real MCP client
+where the behaviour is the user's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from conftest import connected
+
+from cranimem_mcp import speakers
+from cranimem_mcp.working_set import Entry
+
+pytestmark = pytest.mark.anyio
+
+KEEP_ALL = {"tau_noise": -1.0, "default_gate": False}
+WHEN = datetime(2023, 5, 8, tzinfo=UTC)
+STAMP = "[1:56 pm on 8 May, 2023]"
+# Bob names Ann in every turn; Ann speaks of herself in the first person.
+CONVERSATION = [
+    f"{STAMP} Bob: Ann, how do you relax after a long week at work?",
+    f"{STAMP} Ann: I paint watercolours by the lake, it calms me down.",
+    f"{STAMP} Bob: Ann, relaxing sounds great, I wish I could relax like you do.",
+    f"{STAMP} Ann: Thanks! My kids went to a football camp this summer.",
+    f"{STAMP} Bob: Ann, do you ever relax with your kids on weekends?",
+    f"{STAMP} Ann: We mostly go hiking in the hills together.",
+]
+
+
+def _entry(n: int, content: str) -> Entry:
+    return Entry(f"m{n}", "buffer", content, f"h{n}", WHEN, WHEN, n)
+
+
+def test_a_name_heading_too_few_memories_is_not_a_speaker():
+    entries = [_entry(i, text) for i, text in enumerate(CONVERSATION)]
+    entries.append(_entry(9, "Arthur's Magazine: Arthur's Magazine was a literary periodical."))
+    found = speakers.focus("What does Ann's family do to relax?", entries, 3)
+    assert found is not None
+    assert found.names == {"Ann"}
+    assert found.query == "What does family do to relax?"
+    assert found.turns == {"m1", "m3", "m5"}
+    # A paragraph store ("Title: text", one memory per title) is searched as it is.
+    assert speakers.focus("When did Arthur's Magazine start?", entries, 3) is None
+    assert speakers.focus("When did Arthur's Magazine start?", entries, 1) is not None
+
+
+def test_a_query_of_nothing_but_a_name_is_searched_as_it_is():
+    entries = [_entry(i, text) for i, text in enumerate(CONVERSATION)]
+    assert speakers.focus("Ann?", entries, 3) is None
+    assert speakers.focus("What about Annabel?", entries, 3) is None  # a whole word only
+
+
+@pytest.mark.parametrize("working_set_rows", [100_000, 0])  # mirrored, and LanceDB's query
+async def test_the_hybrid_search_among_given_ids_returns_only_them(open_engine, working_set_rows):
+    episodic = {"working_set_rows": working_set_rows}
+    async with open_engine(gating=KEEP_ALL, episodic=episodic) as engine:
+        for text in CONVERSATION:
+            await engine.remember(text, "chat")
+        entries = await engine.episodic.live_rows("chat", ("buffer", "longterm"))
+        anns = {e.id for e in entries if speakers.speaker(e.content) == "Ann"}
+        vec = (await engine.embedder.embed(["relax after work"]))[0]
+        hits = await engine.episodic.hybrid(
+            "chat", vec, "relax after work", ("buffer", "longterm"), 10, among=anns
+        )
+        assert {h.entry.id for h in hits} == anns
+        everyone = await engine.episodic.hybrid(
+            "chat", vec, "relax after work", ("buffer", "longterm"), 10
+        )
+        assert everyone[0].entry.id not in anns  # Bob's "relax" turns lead without it
+
+
+@pytest.mark.parametrize("speaker_turns", [3, 0])
+async def test_a_question_about_a_speaker_finds_what_they_said_first(open_engine, speaker_turns):
+    retrieval = {"speaker_turns": speaker_turns}
+    async with connected(open_engine, gating=KEEP_ALL, retrieval=retrieval) as (client, _e):
+        for text in CONVERSATION:
+            result = await client.call_tool("remember", {"content": text, "scope": "chat"})
+            assert not result.is_error, result.content
+        result = await client.call_tool(
+            "recall", {"query": "How does Ann relax?", "scope": "chat", "k": 1}
+        )
+        assert not result.is_error, result.content
+        first = result.structured_content["items"][0]["content"]
+        if speaker_turns:  # the default: Ann's own answer, not Bob's questions naming her
+            assert first == CONVERSATION[1]
+        else:
+            assert first != CONVERSATION[1]
