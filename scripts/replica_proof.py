@@ -34,7 +34,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--replicas", type=int, default=3)
     p.add_argument("--clients", type=int, default=4)
-    p.add_argument("--writes", type=int, default=200, help="per client (the kill round: half)")
+    p.add_argument(
+        "--writes", type=int, default=200, help="per client (the kill round: a quarter, at least 4)"
+    )
     p.add_argument("--no-kill", action="store_true", help="no second round, no SIGKILL")
     p.add_argument("--lease-seconds", type=float, default=8.0)
     p.add_argument("--takeover-wait", type=float, help="seconds (default 3 x lease + 60)")

@@ -46,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -202,7 +203,8 @@ def promotions(logs: dict[int, str]) -> dict[str, list[tuple[int, datetime]]]:
 def promoted_twice(seen: dict[str, list[tuple[int, datetime]]], report: Report) -> None:
     for memory_id, times in sorted(seen.items()):
         if len(times) > 1:
-            report.fail("promoted twice", f"{memory_id} by {times}")
+            by = ", ".join(f"replica {r} at {t:%H:%M:%S.%f}" for r, t in times)
+            report.fail("promoted twice", f"{memory_id} by {by}")
 
 
 def find_lost(
@@ -314,6 +316,7 @@ def cluster(
 class Session:
     client: Any = None
     gone: anyio.Event = field(default_factory=anyio.Event)
+    error: str | None = None
 
 
 class Clients:
@@ -337,8 +340,8 @@ class Clients:
                     session.client = c
                     ready.set()
                     await anyio.sleep_forever()
-        except Exception:  # noqa: BLE001 (its replica went away: the session is gone)
-            pass
+        except Exception as exc:  # noqa: BLE001 (its replica went away: the session is gone)
+            session.error = f"{type(exc).__name__}: {exc}"
         finally:
             session.gone.set()
             ready.set()
@@ -367,7 +370,7 @@ class Clients:
                     result = await session.client.call_tool(tool, args)
                 tg.cancel_scope.cancel()
         if result is None:
-            raise ConnectionError(f"the session with replica {replica} is gone")
+            raise ConnectionError(f"the session with replica {replica} is gone: {session.error}")
         return result
 
 
@@ -468,7 +471,7 @@ def copy_a_row(s3_url: str) -> None:
         "memories"
     )
     row = next(r for r in table.to_arrow().to_pylist() if r["tier"] != "trash")
-    row["id"], row["live_key"] = "m_copied" + row["id"][8:], row["live_key"] + "-copy"
+    row["id"], row["live_key"] = "m_" + uuid.uuid4().hex[:20], row["live_key"] + "-copy"
     table.add([row])
 
 
@@ -493,7 +496,7 @@ async def recalled(clients: Clients, writes: list[Write], report: Report, sample
     live = [r.index for r in clients.replicas if r.alive]
     for w in acked[::step][:sample]:
         other = next((r for r in live if r != w.replica), live[0])
-        result = await clients.call(1 % len(live), other, "recall", {"query": w.token, "k": 3})
+        result = await clients.call(1 % len(live), other, "recall", {"query": w.token, "k": 20})
         items = [] if result.is_error else result.structured_content["items"]
         if not any(w.token in item["content"] for item in items):
             report.fail("lost", f"{w.token} (replica {w.replica}) not recalled by replica {other}")
@@ -557,7 +560,7 @@ async def prove(
                         killed = await kill_mid_run(nodes, since, report)
 
                     tg.start_soon(watch)
-                    second = await write_round(pool, clients, max(4, writes // 2), "b", None)
+                    second = await write_round(pool, clients, max(4, writes // 4), "b", None)
                     with anyio.move_on_after(takeover_wait or 3 * lease_seconds + 60):
                         while killed is None or not taken_over(nodes, killed):
                             await anyio.sleep(0.5)
