@@ -432,15 +432,15 @@ async def kill_mid_run(replicas: list[Replica], since: datetime, report: Report)
 
 
 async def wait_quiet(replicas: list[Replica], quiet: float, limit: float) -> None:
-    """Until no replica has a run open and no run started for ``quiet`` seconds."""
+    """Until no replica has a run open and none started or ended for ``quiet`` seconds (a
+    timer run may start right after a long run ends: the writes it did not see)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         latest, open_run = None, False
         for r in replicas:
-            runs = runs_of(r.index, r.log(), r.killed_at)
-            open_run |= bool(runs) and runs[-1].end is None
-            if runs:
-                latest = max(latest or runs[-1].start, runs[-1].start)
+            for run in runs_of(r.index, r.log(), r.killed_at):
+                open_run |= run.end is None
+                latest = max(latest or run.start, run.start, run.end or run.start)
         if not open_run and (latest is None or (datetime.now() - latest).total_seconds() > quiet):
             return
         await anyio.sleep(0.5)
@@ -595,13 +595,15 @@ async def verify(
     report: Report,
     recalls: int,
 ) -> None:
-    logs = {r.index: r.log() for r in nodes}
-    for r in nodes:
-        (run_dir / f"replica-{r.index}.log").write_text(logs[r.index])
     rows = table_rows(s3_url)
     listed = {r.index: await listed_by(pool, r.index) for r in nodes if r.alive}
     find_lost(writes, rows, listed, report)
     await recalled(pool, writes, report, recalls)
+    # After the table: a promotion in the rows read is logged by then (the line follows
+    # the commit by milliseconds).
+    logs = {r.index: r.log() for r in nodes}
+    for r in nodes:
+        (run_dir / f"replica-{r.index}.log").write_text(logs[r.index])
     stored_twice(rows, report)
     seen = promotions(logs)
     promoted_twice(seen, report)
