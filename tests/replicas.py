@@ -327,6 +327,7 @@ class Clients:
     def __init__(self, tg: anyio.abc.TaskGroup, replicas: list[Replica]) -> None:
         self.tg, self.replicas = tg, replicas
         self.sessions: dict[tuple[int, int], Session] = {}
+        self.notes: list[str] = []
 
     async def _own(self, url: str, session: Session, ready: anyio.Event) -> None:
         import httpx2
@@ -367,7 +368,13 @@ class Clients:
 
                 tg.start_soon(give_up)
                 if session.client is not None:
-                    result = await session.client.call_tool(tool, args)
+                    try:
+                        result = await session.client.call_tool(tool, args)
+                    except Exception as exc:  # noqa: BLE001 (the session closed under it)
+                        if "Connection closed" not in str(exc):
+                            raise
+                        session.error = f"{type(exc).__name__}: {exc}"
+                        self.sessions.pop((client, replica), None)  # the next call opens one
                 tg.cancel_scope.cancel()
         if result is None:
             raise ConnectionError(f"the session with replica {replica} is gone: {session.error}")
@@ -480,7 +487,12 @@ async def listed_by(clients: Clients, replica: int) -> set[str]:
     tokens: set[str] = set()
     offset: int | None = 0
     while offset is not None:
-        page = await clients.call(0, replica, "list_memories", {"limit": 100, "offset": offset})
+        args = {"limit": 100, "offset": offset}
+        try:
+            page = await clients.call(0, replica, "list_memories", args)
+        except ConnectionError as exc:  # seen twice, not explained: once more, a new session
+            clients.notes.append(f"list_memories on replica {replica}: {exc}; retried")
+            page = await clients.call(0, replica, "list_memories", args)
         if page.is_error:
             raise AssertionError(f"list_memories on replica {replica}: {page.content[0].text}")
         data = page.structured_content
@@ -596,9 +608,14 @@ async def verify(
     recalls: int,
 ) -> None:
     rows = table_rows(s3_url)
-    listed = {r.index: await listed_by(pool, r.index) for r in nodes if r.alive}
-    find_lost(writes, rows, listed, report)
-    await recalled(pool, writes, report, recalls)
+    try:
+        listed = {r.index: await listed_by(pool, r.index) for r in nodes if r.alive}
+        find_lost(writes, rows, listed, report)
+        await recalled(pool, writes, report, recalls)
+    finally:
+        report.notes += pool.notes
+        for r in nodes:  # kept whatever happens, to read
+            (run_dir / f"replica-{r.index}.log").write_text(r.log())
     # After the table: a promotion in the rows read is logged by then (the line follows
     # the commit by milliseconds).
     logs = {r.index: r.log() for r in nodes}
