@@ -54,6 +54,16 @@ from .retention import VersionRetention, keep_since, maintenance_due, over_disk_
 from .working_set import FIELDS, LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 
 logger = logging.getLogger(__name__)
+# How long a merge_insert may retry its commit conflicts, the first attempt included.
+# LanceDB's default (30 s, enforced after the first attempt) gave up on a write with three
+# replicas writing one S3 table (moto, loaded machine): "Too many concurrent writers.
+# Attempted 2 times, but failed on retry_timeout of 30.000 seconds" (docs/SCALING.md).
+SHARED_COMMIT_TIMEOUT = timedelta(seconds=180)
+# How long a merge_insert may retry its commit conflicts, the first attempt included.
+# LanceDB's default (30 s, enforced after the first attempt) gave up on a write with three
+# replicas writing one S3 table (moto, loaded machine): "Too many concurrent writers.
+# Attempted 2 times, but failed on retry_timeout of 30.000 seconds" (docs/SCALING.md).
+SHARED_COMMIT_TIMEOUT = timedelta(seconds=180)
 
 TABLE = "memories"
 
@@ -205,7 +215,7 @@ class EpisodicStore(HybridSearch):
 
         def run() -> Any:
             merge = self._table.merge_insert(LIVE_KEY).when_not_matched_insert_all()
-            result = merge.execute(data)
+            result = merge.execute(data, timeout=SHARED_COMMIT_TIMEOUT)
             inserted.append(result.num_inserted_rows > 0)
             return result
 
@@ -221,7 +231,7 @@ class EpisodicStore(HybridSearch):
             return (
                 self._table.merge_insert("id")
                 .when_matched_update_all()
-                .execute(to_arrow(records, self._schema, self._dim))
+                .execute(to_arrow(records, self._schema, self._dim), timeout=SHARED_COMMIT_TIMEOUT)
             )
 
         await self._write(run, follow=lambda: self._ws.apply(records))

@@ -273,6 +273,8 @@ class Consolidator:
             await self.graph.retract(scope, trashed)
         await self.lease.check(server=True)  # the table's commit is checked, not fenced
         await self.episodic.upsert(updated)
+        ids = " ".join(d.id for d in decisions if d.decision == "promote")  # read by the proof
+        logger.info("promoted by %s: %s", self.lease.holder, ids or "none")
         if report is not None:
             report.promoted += sum(d.decision == "promote" for d in decisions)
             report.pruned += len(trashed)

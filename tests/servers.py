@@ -140,13 +140,15 @@ def answering(
     served = Served(proc, probe, out, err)
     try:
         if probe is not None:
-            _wait_until_it_answers(served, probe, timeout)
+            wait_answering(served, probe, timeout)
         yield served
     finally:
         served.stop()
 
 
-def _wait_until_it_answers(served: Served, url: str, timeout: float) -> None:
+def wait_answering(served: Served, url: str, timeout: float = READY_TIMEOUT) -> None:
+    """Until an HTTP GET of ``url`` gets any answer; a server that exits or never answers
+    is stopped and fails the caller with its stderr."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -210,12 +212,14 @@ class S3Server:
 
 
 @contextmanager
-def s3_server() -> Iterator[S3Server]:
-    """moto's S3 server (``moto[server]``) in a thread of this process on a free loopback
-    port. Requests are served one at a time: moto checks a conditional put (``If-None-Match:
-    *``, what LanceDB's commits rely on) and then stores, so two commits served at once could
-    both win, which real S3 never allows. In process rather than a subprocess: nothing to
-    spawn, so the tests that use it run in the quick suite too."""
+def s3_server(port: int = 0) -> Iterator[S3Server]:
+    """moto's S3 server (``moto[server]``) in a thread of this process on a loopback port
+    (a free one unless given). Requests are served one at a time: moto checks a conditional
+    put (``If-None-Match: *``, what LanceDB's commits rely on) and then stores, so two commits
+    served at once could both win, which real S3 never allows. In process rather than a
+    subprocess: nothing to spawn, so the tests that use it run in the quick suite too.
+    Replicas in processes of their own reach one in a process of its own: ``python
+    tests/servers.py s3 [--port P]`` (:func:`main`)."""
     import logging
 
     from moto.moto_server.werkzeug_app import (
@@ -234,7 +238,7 @@ def s3_server() -> Iterator[S3Server]:
             return list(app(environ, start_response))
 
     server = make_server(
-        "127.0.0.1", 0, serialised, threaded=True, request_handler=MotoRequestHandler
+        "127.0.0.1", port, serialised, threaded=True, request_handler=MotoRequestHandler
     )
     thread = threading.Thread(target=server.serve_forever, name="moto-s3", daemon=True)
     thread.start()
@@ -243,3 +247,28 @@ def s3_server() -> Iterator[S3Server]:
     finally:
         server.shutdown()
         thread.join(30)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python tests/servers.py s3 [--port P]``: moto's S3 server (:func:`s3_server`, one
+    request at a time) in this process until it is terminated; prints its URL first."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(prog="servers.py")
+    parser.add_argument("server", choices=["s3"])
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with s3_server(args.port) as server:
+        sys.stdout.write(server.url + "\n")
+        sys.stdout.flush()
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

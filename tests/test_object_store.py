@@ -248,3 +248,27 @@ async def test_a_tier_changed_in_place_moves_the_key_with_it(tmp_path, episodic_
     (row,) = s._table.search().where(f"id = '{first.id}'").select([LIVE_KEY]).to_list()
     assert row[LIVE_KEY] == first.id
     assert await s.insert(memory("I like tea."))
+
+
+async def test_a_shared_tables_commits_may_retry_their_conflicts_for_minutes(tmp_path, monkeypatch):
+    """The replica proof (three replicas on one S3 table) saw a write fail with LanceDB's
+    default budget: "Too many concurrent writers. Attempted 2 times, but failed on
+    retry_timeout of 30.000 seconds". Every merge_insert of a shared table (the insert and
+    the tier moves) now asks LanceDB for a longer one, the first attempt included."""
+    from lancedb.merge import LanceMergeInsertBuilder
+
+    asked: list[object] = []
+    execute = LanceMergeInsertBuilder.execute
+
+    def recording(self, new_data, *args, **kwargs):
+        asked.append(kwargs.get("timeout"))
+        return execute(self, new_data, *args, **kwargs)
+
+    monkeypatch.setattr(LanceMergeInsertBuilder, "execute", recording)
+    s = EpisodicStore(str(tmp_path / "t"), DIM, {}, shared=True)
+    await s.open()
+    first = memory("I like tea.")
+    assert await s.insert(first)
+    await s.upsert([replace(first, tier="longterm")])
+    assert len(asked) == 2
+    assert all(t is not None and t.total_seconds() >= 120 for t in asked), asked
