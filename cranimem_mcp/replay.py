@@ -314,8 +314,7 @@ class Consolidator:
             report.llm_fallbacks = meter.fallbacks
             if not dry_run:
                 pruned = report.pruned
-                for s in scopes:
-                    await self.lease.check(server=True)
+                for s in scopes:  # the lease is checked before each batch it moves
                     await prune_longterm(
                         self.episodic,
                         self.graph,
