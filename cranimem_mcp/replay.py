@@ -255,10 +255,11 @@ class Consolidator:
                 self.note_extraction(scope, d.id, extraction_of[d.id])
                 checked = linkage.check(extraction_of[d.id])
                 observed = memory.happened_at
-                stats = await self.graph.put(scope, d.id, checked, memory.created_at, observed)
-                await self.graph.supersede(
-                    scope, d.id, checked.relations, observed, self.policy.functional
-                )
+                async with self.graph.reading():  # one check for both (over SPARQL)
+                    stats = await self.graph.put(scope, d.id, checked, memory.created_at, observed)
+                    await self.graph.supersede(
+                        scope, d.id, checked.relations, observed, self.policy.functional
+                    )
                 if report is not None:
                     report.triples_added += stats.added
                     report.triples_reinforced += stats.reinforced
