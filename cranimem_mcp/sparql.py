@@ -15,10 +15,13 @@ compact.
 
 The graph's reads are :class:`SparqlProvenance`'s: what a recall hop or a consolidation
 step asks of many nodes or facts (their facts with sources and end records, mentions,
-labels) is one query, answered as SPARQL JSON results read here. Each commit also sets a
-new *generation* (a random token in a graph of its own), and the reads are kept while it
-holds: a replica's next operation sees another's commit. A writer that changes our graphs
-on the server without going through SparqlDataset must set it too.
+labels) is one query, answered as SPARQL JSON results (read by
+:mod:`~cranimem_mcp.sparql_client`, which also sends the commits, over kept-alive
+connections). Each commit also sets a new *generation* (a random token in a graph of its
+own), and the reads are kept while it holds: a replica's next operation (or next recall,
+whose graph operations share one check: ``GraphStore.reading``) sees another's commit. A
+writer that changes our graphs on the server without going through SparqlDataset must set
+it too.
 """
 
 from __future__ import annotations
@@ -141,8 +144,11 @@ class SparqlProvenance(Provenance):
     What the queries brought is kept while the server's generation stays the same: every
     commit through a SparqlDataset, from any replica, sets a new one in the same update
     request, and each store operation starts by reading it (:meth:`begin`, one small
-    query). So a recall of nodes read before costs that query alone, as in memory, and a
-    replica never reads what another one changed from before the change."""
+    query), or each block of operations that shares one check (a recall's: see
+    ``GraphStore.reading``). So a recall of nodes read before costs that query alone, as in
+    memory, and a replica never reads what another one changed from before the change: after
+    a check, every kept read is of the server as it was at the check (a commit in between
+    would have changed the generation), and what is read later is newer still."""
 
     def __init__(
         self, ds: Dataset, select: Callable[[str], list[Any]], generation: Callable[[], str]
