@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -57,6 +59,18 @@ from .vocabulary import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+class _Reading:
+    """A :meth:`GraphStore.reading` in progress: its store, and whether it still lasts (a
+    task started within copies the context variable, not the block's end)."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+        self.lasts = True
+
+
+_reading: ContextVar[_Reading | None] = ContextVar("cranimem_graph_reading", default=None)
 
 
 @dataclass
@@ -96,6 +110,10 @@ class GraphStore:
         await self._run(self._store.open)
 
     async def close(self) -> None:
+        # First, before any checkpoint (the engine's close may already be cancelled here).
+        close = getattr(self._store, "close", None)  # SparqlDataset: its connections
+        if close is not None:
+            close()
         async with self._lock:
             if self._store.pending:
                 await self._run(self._store.compact)
@@ -112,9 +130,38 @@ class GraphStore:
             raise StoreError(f"graph store operation failed: {exc}") from exc
 
     async def _locked(self, fn, *args):  # type: ignore[no-untyped-def]
+        checked = self._within_reading()
         async with self._lock:
-            self._reads.begin()
-            return await self._run(fn, *args)
+            return await self._run(self._operation, checked, fn, *args)
+
+    def _within_reading(self) -> bool:
+        current = _reading.get()
+        return current is not None and current.store is self and current.lasts
+
+    def _operation(self, checked: bool, fn, *args):  # type: ignore[no-untyped-def]
+        if not checked:
+            self._reads.begin()  # over SPARQL: is what was read still the server's state?
+        return fn(*args)
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """The operations this task runs within share one check that what the store's reads
+        keep is current (over SPARQL: one query for the server's generation, instead of one
+        per operation), made here. So what they read is the store as it was when the block
+        began, or newer: a replica reads everything committed before, by any replica. A
+        recall's graph operations run in one; in memory it costs nothing."""
+        if not self._reads.remote or self._within_reading():
+            yield
+            return
+        async with self._lock:
+            await self._run(self._reads.begin)
+        block = _Reading(self)
+        token = _reading.set(block)
+        try:
+            yield
+        finally:
+            block.lasts = False
+            _reading.reset(token)
 
     # --- helpers ---------------------------------------------------------------------------
 

@@ -79,6 +79,8 @@ def rewrite(
     except BaseException:
         _undo(target, existed)
         raise
+    finally:
+        server.close()  # its kept connections
     logger.info("rewrote the graph server's store: %d quads into %s", copied, target)
     return Rewrite(target=target, quads=copied, generation=after)
 

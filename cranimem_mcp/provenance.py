@@ -152,6 +152,8 @@ class Provenance:
     # trip, and the memos above serve repeats); a remote store answers each in one request
     # (SparqlProvenance in cranimem_mcp/sparql.py).
 
+    remote = False  # begin() asks nothing of a server: the memos last until a commit
+
     def begin(self) -> None:
         """A store operation starts (nothing to do here: the memos last until a commit)."""
 

@@ -255,10 +255,11 @@ class Consolidator:
                 self.note_extraction(scope, d.id, extraction_of[d.id])
                 checked = linkage.check(extraction_of[d.id])
                 observed = memory.happened_at
-                stats = await self.graph.put(scope, d.id, checked, memory.created_at, observed)
-                await self.graph.supersede(
-                    scope, d.id, checked.relations, observed, self.policy.functional
-                )
+                async with self.graph.reading():  # one check for both (over SPARQL)
+                    stats = await self.graph.put(scope, d.id, checked, memory.created_at, observed)
+                    await self.graph.supersede(
+                        scope, d.id, checked.relations, observed, self.policy.functional
+                    )
                 if report is not None:
                     report.triples_added += stats.added
                     report.triples_reinforced += stats.reinforced
@@ -268,13 +269,12 @@ class Consolidator:
                 trashed.append(d.id)
             tier = "longterm" if d.decision == "promote" else "trash"
             updated.append(memory.moved(tier, stamp, d.reason, replay_score=d.replay_score))
-        if trashed:
-            # A graph left by a crash between linking and moving the row must not outlive it.
+        if trashed:  # a graph left by a crash between linking and moving must not outlive it
             await self.graph.retract(scope, trashed)
         await self.lease.check(server=True)  # the table's commit is checked, not fenced
         await self.episodic.upsert(updated)
-        ids = " ".join(d.id for d in decisions if d.decision == "promote")  # read by the proof
-        logger.info("promoted by %s: %s", self.lease.holder, ids or "none")
+        promoted = " ".join(d.id for d in decisions if d.decision == "promote") or "none"
+        logger.info("promoted by %s: %s", self.lease.holder, promoted)  # read by the proof
         if report is not None:
             report.promoted += sum(d.decision == "promote" for d in decisions)
             report.pruned += len(trashed)

@@ -377,31 +377,34 @@ class DualPathRecall:
         items: list[Any] = []
         facts: list[Any] = []
         trashed: list[str] = []
-        for s in scopes:
-            found = []
-            tiers = (LIVE if "episodic" in paths else ()) + (TRASH if "trash" in paths else ())
-            if tiers:  # the trash only when asked: then in one search with the live tiers
-                policy = r.rerank if tiers == LIVE else NO_RERANK
-                words, vec, focus = query, qvec, None
+        tiers = (LIVE if "episodic" in paths else ()) + (TRASH if "trash" in paths else ())
+        policy = r.rerank if tiers == LIVE else NO_RERANK
+        # One check that the graph's kept reads are current serves all of the recall's graph
+        # operations (over SPARQL one query, not one per operation).
+        async with self.graph.reading():
+            for s in scopes:
+                found = []
+                if tiers:  # the trash only when asked: then in one search with the live tiers
+                    words, vec, focus = query, qvec, None
+                    if tiers == LIVE:
+                        words, vec, focus = await self._focus(s, query, qvec)
+                    found = await episodic_path(
+                        self.episodic, s, words, vec, k, when, policy, tiers, focus,
+                        r.speaker_rerank,
+                    )  # fmt: skip
                 if tiers == LIVE:
-                    words, vec, focus = await self._focus(s, query, qvec)
-                found = await episodic_path(
-                    self.episodic, s, words, vec, k, when, policy, tiers, focus,
-                    r.speaker_rerank,
-                )  # fmt: skip
-            if tiers == LIVE:
-                trashed += await self._trashed(s, query, qvec, found, k, when)
-            if found:
-                await self._mark_outdated(s, found, when or now())
-            for it in found:
-                it.scope = s
-            items += found
-            if "graph" in paths:
-                seeds = [it.content for it in found[:3]]
-                facts += await graph_path(
-                    self.graph, self.cached, s, query, qvec, seeds, r.hops, r.max_facts,
-                    as_of=when, half_life_days=r.half_life_days,
-                )  # fmt: skip
+                    trashed += await self._trashed(s, query, qvec, found, k, when)
+                if found:
+                    await self._mark_outdated(s, found, when or now())
+                for it in found:
+                    it.scope = s
+                items += found
+                if "graph" in paths:
+                    seeds = [it.content for it in found[:3]]
+                    facts += await graph_path(
+                        self.graph, self.cached, s, query, qvec, seeds, r.hops, r.max_facts,
+                        as_of=when, half_life_days=r.half_life_days,
+                    )  # fmt: skip
         if len(scopes) > 1:  # one budget across scopes: the best overall
             items = sorted(items, key=lambda it: -it.score)[:k]
             facts = sorted(facts, key=lambda f: -f.score)[: r.max_facts]

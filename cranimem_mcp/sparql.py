@@ -15,30 +15,31 @@ compact.
 
 The graph's reads are :class:`SparqlProvenance`'s: what a recall hop or a consolidation
 step asks of many nodes or facts (their facts with sources and end records, mentions,
-labels) is one query, answered as SPARQL JSON results read here. Each commit also sets a
-new *generation* (a random token in a graph of its own), and the reads are kept while it
-holds: a replica's next operation sees another's commit. A writer that changes our graphs
-on the server without going through SparqlDataset must set it too.
+labels) is one query, answered as SPARQL JSON results (read by
+:mod:`~cranimem_mcp.sparql_client`, which also sends the commits, over kept-alive
+connections). Each commit also sets a new *generation* (a random token in a graph of its
+own), and the reads are kept while it holds: a replica's next operation (or next recall,
+whose graph operations share one check: ``GraphStore.reading``) sees another's commit. A
+writer that changes our graphs on the server without going through SparqlDataset must set
+it too.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
-from urllib.error import HTTPError
 from urllib.parse import unquote
-from urllib.request import Request, urlopen
 
-from rdflib import RDF, RDFS, BNode, Dataset, Graph, Literal, URIRef
+from rdflib import RDF, RDFS, Dataset, Graph, Literal, URIRef
 from rdflib.plugins.stores.sparqlstore import SPARQLUpdateStore
 
-from .errors import ConfigError, LeaseLost, StoreError
+from .errors import ConfigError, LeaseLost
 from .lease import current_fence, fenced_update
 from .provenance import Provenance
+from .sparql_client import SparqlClient
 from .temporal import Source, Validity
 from .vocabulary import BASE, REL, VOCAB, Triple, memory_of, parse_time
 
@@ -122,31 +123,6 @@ _TRIPLES = f"""SELECT ?g ?s ?p ?o WHERE {{ VALUES ?g {{ %(graphs)s }}
   GRAPH ?g {{ ?s ?p ?o }} FILTER(STRSTARTS(STR(?p), {_REL})) }}"""
 
 
-_SELECT = {"Accept": "application/sparql-results+json", "Content-Type": "application/sparql-query"}
-_TIMEOUT = 60.0  # seconds for one query's answer
-
-
-class _Row(dict):
-    """A result row: its bound variables as attributes, ``None`` when unbound."""
-
-    __getattr__ = dict.get
-
-
-def _term(value: dict[str, str], iris: dict[str, URIRef]) -> Any:
-    """An RDF term from its SPARQL JSON results form; a literal as its text (each literal
-    read here is a time, a count or a label: building rdflib Literals, which parse their
-    value, cost more than the query). ``iris`` keeps each IRI of a result built once."""
-    kind, text = value["type"], value["value"]
-    if kind == "uri":
-        iri = iris.get(text)
-        if iri is None:
-            iri = iris[text] = URIRef(text)
-        return iri
-    if kind == "bnode":
-        return BNode(text)
-    return text
-
-
 def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
     items = list(dict.fromkeys(items))
     for i in range(0, len(items), _CHUNK):
@@ -168,8 +144,11 @@ class SparqlProvenance(Provenance):
     What the queries brought is kept while the server's generation stays the same: every
     commit through a SparqlDataset, from any replica, sets a new one in the same update
     request, and each store operation starts by reading it (:meth:`begin`, one small
-    query). So a recall of nodes read before costs that query alone, as in memory, and a
-    replica never reads what another one changed from before the change."""
+    query), or each block of operations that shares one check (a recall's: see
+    ``GraphStore.reading``). So a recall of nodes read before costs that query alone, as in
+    memory, and a replica never reads what another one changed from before the change: after
+    a check, every kept read is of the server as it was at the check (a commit in between
+    would have changed the generation), and what is read later is newer still."""
 
     def __init__(
         self, ds: Dataset, select: Callable[[str], list[Any]], generation: Callable[[], str]
@@ -183,6 +162,8 @@ class SparqlProvenance(Provenance):
         self._mentions: dict[URIRef, int] = {}
         self._labels: dict[URIRef, str] = {}
         self._triples: dict[URIRef, list[Triple]] = {}
+
+    remote = True  # begin() reads the server's generation
 
     def _caches(self) -> tuple[dict, ...]:
         return (self._validity, self._edges, self._mentions, self._labels, self._triples)
@@ -336,41 +317,25 @@ class SparqlDataset:
             returnFormat="json",
         )
         self.ds = _RemoteDataset(store=self.store)
+        # Our own queries and the commits, over kept-alive connections (sparql_client.py).
+        self.client = SparqlClient(query_endpoint, update_endpoint)
         self.pending = 0  # nothing to compact: the server is the durable store
 
     def provenance(self, ds: Dataset, memo: bool) -> SparqlProvenance:
         """The graph's reads: each batch one query to the server, kept while no commit
         changed the server's generation (``memo`` does not apply: see SparqlProvenance)."""
-        return SparqlProvenance(ds, self.select, self.generation)
+        return SparqlProvenance(ds, self.client.select, self.generation)
 
     def generation(self) -> str:
         """The server's generation: a new value with every commit ('' before the first)."""
-        rows = self.select(_GENERATION_QUERY)
+        rows = self.client.select(_GENERATION_QUERY)
         return str(rows[0].v) if rows else ""
 
-    def select(self, query: str) -> list[_Row]:
-        """The rows of one SELECT query (one request). Read here, not by rdflib: its parser
-        took a second for the thousand rows of one recall hop at 1k memories, json 30 ms."""
-        request = Request(self.store.query_endpoint, data=query.encode(), headers=_SELECT)
-        try:
-            with urlopen(request, timeout=_TIMEOUT) as response:
-                body = json.load(response)
-        except HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
-            raise StoreError(f"the SPARQL server refused a query: {exc.code} {detail}") from exc
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"the SPARQL server did not answer a query: {exc}") from exc
-        iris: dict[str, URIRef] = {}
-        return [
-            _Row({name: _term(value, iris) for name, value in binding.items()})
-            for binding in body["results"]["bindings"]
-        ]
-
     def open(self) -> None:
-        try:
-            self.store.query("ASK { ?s ?p ?o }", {}, {}, None)
-        except Exception as exc:
-            raise StoreError(f"the SPARQL server does not answer: {exc}") from exc
+        self.client.ask("ASK { ?s ?p ?o }")
+
+    def close(self) -> None:
+        self.client.close()
 
     @staticmethod
     def put(iri: URIRef, graph: Graph) -> dict[str, Any]:
@@ -395,8 +360,8 @@ class SparqlDataset:
         ]
         fence = current_fence()
         if fence is not None:
-            self.store.update(" ;\n".join([fenced_update(entries, fence), *generation]))
-            if not self.store.query(fence.ask(), {}, {}, None).askAnswer:
+            self.client.update(" ;\n".join([fenced_update(entries, fence), *generation]))
+            if not self.client.ask(fence.ask()):
                 raise LeaseLost(
                     f"the consolidation lease's token {fence.token} is no longer current: "
                     "this commit was refused or is the last one applied under it"
@@ -408,7 +373,7 @@ class SparqlDataset:
             parts.append(f"DROP SILENT GRAPH {name}")
             if entry["op"] == "put" and entry.get("nt"):
                 parts.append(f"INSERT DATA {{ GRAPH {name} {{\n{entry['nt']}\n}} }}")
-        self.store.update(" ;\n".join([*parts, *generation]))
+        self.client.update(" ;\n".join([*parts, *generation]))
 
     def compact(self) -> None:
         """Nothing to do: the server keeps its own files (what they keep after a hard

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import anyio
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
+import cranimem_mcp  # noqa: E402
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
 from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
@@ -42,18 +44,87 @@ CITIES = ["Paris", "Berlin", "Lisbon", "Oslo", "Rome", "Vienna", "Prague", "Madr
 
 
 class Requests:
-    """Counts the HTTP requests this process sends (rdflib's SPARQL connector and
-    SparqlDataset use urllib, which sends each through ``HTTPConnection.request``)."""
+    """Counts the HTTP requests this process sends, the time spent in them and the TCP
+    connections opened (rdflib's SPARQL connector and SparqlDataset both send through
+    ``http.client.HTTPConnection``)."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.connects = 0
+        self.seconds = 0.0
         send = http.client.HTTPConnection.request
+        answer = http.client.HTTPConnection.getresponse
+        connect = http.client.HTTPConnection.connect
 
         def counted(connection: Any, *args: Any, **kwargs: Any) -> Any:
             self.count += 1
-            return send(connection, *args, **kwargs)
+            t = time.perf_counter()
+            try:
+                return send(connection, *args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t
+
+        def timed(connection: Any, *args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                response = answer(connection, *args, **kwargs)
+                response.read = _timed_read(response.read, self)
+                return response
+            finally:
+                self.seconds += time.perf_counter() - t
+
+        def connected(connection: Any) -> Any:
+            self.connects += 1
+            return connect(connection)
 
         http.client.HTTPConnection.request = counted  # type: ignore[method-assign]
+        http.client.HTTPConnection.getresponse = timed  # type: ignore[method-assign]
+        http.client.HTTPConnection.connect = connected  # type: ignore[method-assign]
+
+    def snapshot(self) -> tuple[int, int, float]:
+        return self.count, self.connects, self.seconds
+
+
+def _timed_read(read: Any, requests: Requests) -> Any:
+    def timed(*args: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return read(*args)
+        finally:
+            requests.seconds += time.perf_counter() - t
+
+    return timed
+
+
+def server_cpu(pid: int) -> float:
+    """The CPU seconds (user + system) the server process has used so far (Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Timer:
+    """Wall, this process's CPU, the server's CPU and the HTTP requests of what it times."""
+
+    def __init__(self, requests: Requests, server_pid: int) -> None:
+        self.requests, self.pid = requests, server_pid
+
+    def __enter__(self) -> Timer:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.server = server_cpu(self.pid)
+        self.sent = self.requests.snapshot()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+        self.server = server_cpu(self.pid) - self.server
+        count, connects, seconds = self.requests.snapshot()
+        self.count = count - self.sent[0]
+        self.connects = connects - self.sent[1]
+        self.http = seconds - self.sent[2]
 
 
 def start_oxigraph(location: str) -> tuple[subprocess.Popen, str]:
@@ -93,37 +164,91 @@ def outcome(result: Any) -> dict[str, Any]:
     }
 
 
+GRAPH_OPERATIONS = {"entities_named": "link", "outdated": "outdated", "facts": "walk"}
+
+
+def time_graph_operations(engine: MemoryEngine, spent: dict[str, float]) -> None:
+    """Add the wall time of each of a recall's graph operations to ``spent``."""
+    for method, name in GRAPH_OPERATIONS.items():
+        call = getattr(engine.graph, method)
+
+        async def timed(*args: Any, _call: Any = call, _name: str = name, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return await _call(*args, **kwargs)
+            finally:
+                spent[_name] = spent.get(_name, 0.0) + time.perf_counter() - t
+
+        setattr(engine.graph, method, timed)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
 async def run(
-    settings: Settings, embedder: Any, n: int, recalls: int, counter: Requests
-) -> dict[str, Any]:
-    out: dict[str, list[float]] = {"remember": [], "recall": [], "recall_requests": []}
-    results = []
-    async with MemoryEngine(settings, embedder=embedder, background=False) as engine:
+    settings: dict[str, Settings], embedder: Any, n: int, recalls: int, requests: Requests,
+    server_pid: int,
+) -> dict[str, Any]:  # fmt: skip
+    """Both engines open together, each step taken on one then the other (local first),
+    so the machine's load falls on both alike."""
+    names = list(settings)
+    out: dict[str, dict[str, Any]] = {
+        name: {"remember": [], "recall": [], "recall_cpu": [], "recall_server": [],
+               "recall_requests": [], "recall_connects": [], "recall_http": [],
+               "graph": {op: [] for op in GRAPH_OPERATIONS.values()}, "results": []}
+        for name in names
+    }  # fmt: skip
+    async with AsyncExitStack() as stack:
+        engines = {}
+        for name in names:
+            engines[name] = await stack.enter_async_context(
+                MemoryEngine(settings[name], embedder=embedder, background=False)
+            )
         for i in range(n):
-            t = time.perf_counter()
-            await engine.remember(text(i))
-            out["remember"].append(time.perf_counter() - t)
-        before = counter.count
-        t = time.perf_counter()
-        report = await engine.consolidate()
-        consolidate = time.perf_counter() - t
-        consolidate_requests = counter.count - before
+            for name in names:
+                with Timer(requests, server_pid) as t:
+                    await engines[name].remember(text(i))
+                out[name]["remember"].append(t.wall)
+        for name in names:
+            with Timer(requests, server_pid) as t:
+                report = await engines[name].consolidate()
+            out[name].update(consolidate=t, promoted=report.promoted)
+        spent = {name: {} for name in names}
+        for name in names:
+            time_graph_operations(engines[name], spent[name])
         for i in range(recalls):
-            before = counter.count
-            t = time.perf_counter()
-            result = await engine.recall(question((i * 97) % n))
-            out["recall"].append(time.perf_counter() - t)
-            out["recall_requests"].append(counter.count - before)
-            results.append(outcome(result))
-    return {
-        "remember_ms": 1000 * statistics.median(out["remember"]),
-        "consolidate_s": consolidate,
-        "promoted": report.promoted,
-        "consolidate_requests": consolidate_requests,
-        "recall_ms": 1000 * statistics.median(out["recall"]),
-        "recall_requests": statistics.median(out["recall_requests"]),
-        "results": results,
-    }
+            for name in names:
+                spent[name].clear()
+                with Timer(requests, server_pid) as t:
+                    result = await engines[name].recall(question((i * 97) % n))
+                o = out[name]
+                o["recall"].append(t.wall)
+                o["recall_cpu"].append(t.cpu)
+                o["recall_server"].append(t.server)
+                o["recall_requests"].append(t.count)
+                o["recall_connects"].append(t.connects)
+                o["recall_http"].append(t.http)
+                for op in GRAPH_OPERATIONS.values():
+                    o["graph"][op].append(spent[name].get(op, 0.0))
+                o["results"].append(outcome(result))
+    return out
+
+
+def report(name: str, o: dict[str, Any], n: int) -> str:
+    c = o["consolidate"]
+    graph = ", ".join(f"{op} {1000 * median(v):.1f}" for op, v in o["graph"].items())
+    return (
+        f"{name:6} n={n}: remember median {1000 * median(o['remember']):.0f} ms; "
+        f"consolidate {c.wall:.1f} s wall, {c.cpu:.1f} s CPU, server {c.server:.1f} s CPU, "
+        f"{o['promoted']} promoted, {c.count} requests, {c.connects} connections; "
+        f"recall p50 {1000 * median(o['recall']):.1f} ms wall, "
+        f"{1000 * median(o['recall_cpu']):.1f} ms CPU, "
+        f"server {1000 * median(o['recall_server']):.0f} ms CPU, "
+        f"{median(o['recall_requests']):.0f} requests, "
+        f"{median(o['recall_connects']):.0f} connections, "
+        f"{1000 * median(o['recall_http']):.1f} ms in HTTP; graph ops (ms, p50): {graph}"
+    )
 
 
 async def main() -> None:
@@ -138,11 +263,13 @@ async def main() -> None:
         await embedder.embed(["warm up"])
     else:
         embedder = ConstantEmbedder()
-    counter = Requests()
-    dumped = {}
+    requests = Requests()
+    print(f"{list(cranimem_mcp.__path__)[0]}; load average at the start: {os.getloadavg()[0]:.2f}",
+          flush=True)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         proc, base = start_oxigraph(str(Path(tmp) / "ox"))
         try:
+            settings = {}
             for name, graph in [
                 ("local", {"store": "local"}),
                 ("sparql", {"store": "sparql", "query_endpoint": f"{base}/query",
@@ -153,22 +280,29 @@ async def main() -> None:
                 data["gating"]["tau_noise"] = -1.0
                 data["gating"]["default_gate"] = False
                 data["episodic"]["capacity"] = max(args.n, 200)
-                settings = Settings.model_validate(data)
-                r = await run(settings, embedder, args.n, args.recalls, counter)
-                dumped[name] = r.pop("results")
-                print(f"{name:6} n={args.n} ({args.embedder}): remember median "
-                      f"{r['remember_ms']:.0f} ms, consolidate {r['consolidate_s']:.1f} s "
-                      f"({r['promoted']} promoted, {r['consolidate_requests']} requests), "
-                      f"recall median {r['recall_ms']:.0f} ms "
-                      f"({r['recall_requests']:.0f} requests)", flush=True)  # fmt: skip
+                settings[name] = Settings.model_validate(data)
+            out = await run(settings, embedder, args.n, args.recalls, requests, proc.pid)
         finally:
             proc.terminate()
             proc.wait()
-    same = dumped["local"] == dumped["sparql"]
-    print(f"recall outcomes local == sparql: {same}")
+    for name, o in out.items():
+        print(report(name, o, args.n), flush=True)
+    local, sparql = out["local"], out["sparql"]
+    ratio = median(sparql["recall"]) / median(local["recall"])
+    pairs = median([a / b for a, b in zip(sparql["recall"], local["recall"], strict=True)])
+    cons = sparql["consolidate"].wall / local["consolidate"].wall
+    print(f"sparql / local: recall p50 {ratio:.2f}x (median of paired ratios {pairs:.2f}x), "
+          f"consolidate {cons:.2f}x")  # fmt: skip
+    same_items = sum(
+        a["items"] == b["items"] for a, b in zip(local["results"], sparql["results"], strict=True)
+    )
+    same_facts = sum(a == b for a, b in zip(local["results"], sparql["results"], strict=True))
+    print(f"recall outcomes local == sparql: {local['results'] == sparql['results']} (items "
+          f"equal in {same_items} of {args.recalls}, facts too in {same_facts})")  # fmt: skip
     if args.dump:
+        dumped = {name: o["results"] for name, o in out.items()}
         args.dump.write_text(json.dumps(dumped, indent=1, default=str))
-    print(f"load average: {os.getloadavg()[0]:.2f}")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -21,9 +21,8 @@ LAYERS: dict[str, set[str]] = {
     # Stores, model runtimes and the text readers: each wraps one library or one model.
     "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion",
                  "episodic_search", "working_set", "records", "retention",
-                 "episodic", "graph_io", "provenance", "graph", "sparql", "graph_rewrite", "state",
-                 "ownership",
-                 "lease", "embeddings", "syntax", "llm",
+                 "episodic", "graph_io", "provenance", "graph", "sparql", "sparql_client",
+                 "graph_rewrite", "state", "ownership", "lease", "embeddings", "syntax", "llm",
                  "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",
                  "redaction", "discourse", "verb_frames", "copulas", "extraction", "linkage",
                  "heuristics", "write_cues", "parse_cues", "durable"},
@@ -39,8 +38,8 @@ LAYERS: dict[str, set[str]] = {
 }  # fmt: skip
 ORDER = list(LAYERS)
 LAYER_OF = {m: layer for layer, mods in LAYERS.items() for m in mods}
-STORES = {"episodic", "graph", "graph_io", "provenance", "sparql", "lance", "lance_table",
-          "fusion", "working_set",
+STORES = {"episodic", "graph", "graph_io", "provenance", "sparql", "sparql_client", "lance",
+          "lance_table", "fusion", "working_set",
           "journal", "rdf_memory"}  # fmt: skip
 # Faces that reach past the service on purpose, and why.
 STORE_ACCESS = {

@@ -163,6 +163,7 @@ async def test_a_holder_whose_lease_was_taken_cannot_commit(server):
         assert await graph.has_memory("default", "m_before")
         assert not await graph.has_memory("default", "m_stale")
         assert (await graph.provenance()) == {("default", "memory"): {"m_before"}}
+    await graph.close()  # its kept connections
 
 
 # --- the lease in the engine -----------------------------------------------------------------

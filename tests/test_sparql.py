@@ -8,9 +8,11 @@ import shutil
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import test_forget
 import test_pipeline
@@ -18,7 +20,11 @@ import test_temporal
 from conftest import answering, free_port, make_settings
 
 from cranimem_mcp.engine import MemoryEngine
+from cranimem_mcp.graph import GraphStore
+from cranimem_mcp.models import Entity, Extraction
 from cranimem_mcp.sparql import SparqlDataset
+from cranimem_mcp.sparql_client import SparqlClient
+from cranimem_mcp.vocabulary import entity_iri
 
 # Every test here talks to an `oxigraph serve` subprocess.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -102,18 +108,25 @@ test_repeated_fact_is_reinforced_not_duplicated = (
 
 
 class Requests:
-    """Counts the HTTP requests this process sends (rdflib and SparqlDataset use urllib,
-    which sends each through ``http.client.HTTPConnection.request``)."""
+    """Counts the HTTP requests this process sends and the TCP connections it opens (rdflib
+    and SparqlDataset send each through ``http.client.HTTPConnection``)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
+        self.connections = 0
         send = http.client.HTTPConnection.request
+        connect = http.client.HTTPConnection.connect
 
         def counted(connection: Any, *args: Any, **kwargs: Any) -> Any:
             self.count += 1
             return send(connection, *args, **kwargs)
 
+        def connected(connection: Any) -> Any:
+            self.connections += 1
+            return connect(connection)
+
         monkeypatch.setattr(http.client.HTTPConnection, "request", counted)
+        monkeypatch.setattr(http.client.HTTPConnection, "connect", connected)
 
 
 COMPANIES = ["Acme Robotics", "Globex", "Initech", "Umbrella", "Hooli", "Stark Industries"]
@@ -128,7 +141,7 @@ async def test_a_recall_costs_a_bounded_number_of_requests_whatever_the_graph_ho
     requests = Requests(monkeypatch)
     question = "Where is the company that Ana Silva works for based?"
     hops = 2
-    cost = {}
+    cost, opened = {}, {}
     async with open_engine(
         gating={"tau_noise": -1.0, "default_gate": False}, retrieval={"hops": hops}
     ) as engine:
@@ -140,21 +153,25 @@ async def test_a_recall_costs_a_bounded_number_of_requests_whatever_the_graph_ho
                 await engine.remember(f"{person} works at {company}, which is based in {city}.")
             written = n
             await engine.consolidate()
-            before = requests.count
+            before, connections = requests.count, requests.connections
             result = await engine.recall(question)
             cost[n] = requests.count - before
+            opened[n] = requests.connections - connections
             assert any(f.subject == "Ana Silva" for f in result.facts), result.context
-        before = requests.count
+        before, connections = requests.count, requests.connections
         await engine.recall(question)
         again = requests.count - before
-    # Each of the recall's three graph operations (link, outdated, walk) reads the server's
-    # generation; then one query links the texts to entities, two tell which recalled
+        opened["again"] = requests.connections - connections
+    # The recall reads the server's generation once, for its three graph operations (link,
+    # outdated, walk); then one query links the texts to entities, two tell which recalled
     # memories are outdated, each hop of the walk is one query for the facts with their
     # sources and ends, and one reads the labels. With a request per lookup, this was
-    # hundreds at 40 memories.
-    bound = 3 + 1 + 2 + hops + 1
+    # hundreds at 40 memories; with a generation query per graph operation, 2 more.
+    bound = 1 + 1 + 2 + hops + 1
     assert cost[40] <= bound and cost[4] <= bound, cost
-    assert again == 3  # nothing committed since: what was read is kept, checked by generation
+    assert again == 1  # nothing committed since: what was read is kept, checked by generation
+    # Each request goes over a connection kept from the ones before (urllib: one each).
+    assert opened == {4: 0, 40: 0, "again": 0}, opened
 
 
 async def test_a_replica_reads_what_another_one_committed(open_engine, tmp_path):
@@ -216,3 +233,48 @@ async def test_a_recall_over_sparql_returns_what_the_local_store_returns(
     assert any(facts for _items, facts in local) and any(items for items, _facts in local)
     assert any(f[-1] for _items, facts in local for f in facts)  # a superseded fact
     assert remote == local
+
+
+async def test_work_started_within_a_reading_checks_the_server_again_once_it_ended(oxigraph):
+    """A recall's graph operations share one check of the server's generation: a task it
+    started (which copies its context) must not go on reading without one after it ended."""
+    endpoints = oxigraph["query_endpoint"], oxigraph["update_endpoint"]
+    SparqlDataset(*endpoints).store.update("DROP SILENT ALL")
+    one = GraphStore(store=SparqlDataset(*endpoints))
+    two = GraphStore(store=SparqlDataset(*endpoints))
+    await one.open()
+    await two.open()
+    bob = Extraction(entities=[Entity(name="Bob", type="Person")])
+    later, seen = anyio.Event(), []
+
+    async def read_later() -> None:
+        await later.wait()
+        seen.extend(await one.entities_named("default", ["Bob"]))
+
+    async with anyio.create_task_group() as tasks:
+        async with one.reading():
+            assert await one.entities_named("default", ["Bob"]) == []  # kept: nobody yet
+            tasks.start_soon(read_later)
+        await two.put("default", "m_bob", bob, datetime.now(UTC))  # another replica commits
+        later.set()
+    assert seen == [entity_iri("default", "Bob")]
+    await one.close()
+    await two.close()
+
+
+def test_a_kept_connection_the_server_closed_is_replaced(tmp_path):
+    """The client keeps its connections; a server restarted in between closed them, and the
+    next query and update go through on new ones instead of failing."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    argv = [OXIGRAPH, "serve", "--location", str(tmp_path / "ox"), "--bind", f"127.0.0.1:{port}"]
+    client = SparqlClient(f"{base}/query", f"{base}/update")
+    fact = "<urn:cm:a> <urn:cm:b> <urn:cm:c>"
+    with answering(argv, probe=f"{base}/query?query=ASK%7B%7D", timeout=60):
+        client.update(f"INSERT DATA {{ {fact} }}")
+        assert client.ask(f"ASK {{ {fact} }}")
+    with answering(argv, probe=f"{base}/query?query=ASK%7B%7D", timeout=60):
+        assert client.ask(f"ASK {{ {fact} }}")
+        client.update(f"DELETE DATA {{ {fact} }}")
+        assert not client.ask(f"ASK {{ {fact} }}")
+    client.close()
