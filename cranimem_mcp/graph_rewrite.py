@@ -59,6 +59,15 @@ def rewrite(
     server, or a failed verification) and then leaves the target as it was."""
     _check_target(target)
     server = SparqlDataset(query_endpoint, update_endpoint)
+    try:
+        return _rewrite(server, query_endpoint, target, absent)
+    finally:
+        server.close()  # its kept connections
+
+
+def _rewrite(
+    server: SparqlDataset, query_endpoint: str, target: Path, absent: Sequence[str]
+) -> Rewrite:
     existed = target.exists()
     before = server.generation()
     try:
@@ -79,8 +88,6 @@ def rewrite(
     except BaseException:
         _undo(target, existed)
         raise
-    finally:
-        server.close()  # its kept connections
     logger.info("rewrote the graph server's store: %d quads into %s", copied, target)
     return Rewrite(target=target, quads=copied, generation=after)
 

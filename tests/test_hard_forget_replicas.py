@@ -249,6 +249,7 @@ def test_a_commit_during_the_rewrite_fails_it_and_leaves_no_store(tmp_path):
         finally:
             stop.set()
             thread.join(30)
+            writer.close()
         assert not target.exists()
 
 
