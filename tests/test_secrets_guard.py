@@ -36,12 +36,22 @@ def _mentions(text: str, values: list[str]) -> list[str]:
     return [v for v in values if re.search(rf"(?<![\w.]){re.escape(v)}(?![\w])", text)]
 
 
+def _in_bytes(value: str, data: bytes) -> bool:
+    """``value`` in a file; a short one not as a group of a hex id or UUID (LanceDB's
+    transaction files are named and keyed by UUIDs: "...-4c21-8305-..." was seen in CI) nor
+    inside a float's digits."""
+    if len(value) >= SHORT:
+        return value.encode() in data
+    pattern = rb"(?<![0-9A-Za-z.\-])" + re.escape(value.encode()) + rb"(?![0-9A-Za-z\-])"
+    return re.search(pattern, data) is not None
+
+
 def _files_holding(home: Path, values: list[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for path in home.rglob("*"):
         if path.is_file():
             data = path.read_bytes()
-            hits = [v for v in values if v.encode() in data]
+            hits = [v for v in values if _in_bytes(v, data)]
             if hits:
                 found[str(path.relative_to(home))] = hits
     return found
