@@ -40,13 +40,15 @@ class HybridSearch:
         """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused), best first.
         A mirrored scope runs the vector half on the working set and only the full-text
         half in LanceDB, fused by the same reranker LanceDB's hybrid query uses. ``among``:
-        only these memory ids (each half searched among them before the fusion)."""
+        only these memory ids (:meth:`_hybrid_among`)."""
         where = scope_filter(scope, tiers)
         terms = " ".join(re.findall(r"\w+", text))
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if among is not None:
-            return await self._hybrid_among(scope, vector, terms, tiers, limit, set(among))
+            return await self._hybrid_among(
+                scope, vector, terms, tiers, limit, set(among), mirrored
+            )
         if mirrored is not None:
             near = mirrored.nearest(vector, tiers, limit)
             if not terms:  # no words to search for: a vector search, as LanceDB would run it
@@ -79,9 +81,10 @@ class HybridSearch:
 
     async def _hybrid_among(
         self, scope: str, vector: np.ndarray, terms: str, tiers: tuple[str, ...], limit: int,
-        among: set[str],
+        among: set[str], mirrored: Any,
     ) -> list[Hit]:  # fmt: skip
-        mirrored = await self._mirrored(scope, tiers)
+        """The vector half among ``among`` exactly; the full-text half's best 4 x ``limit``
+        of the scope, kept to ``among``."""
         if mirrored is None:  # unmirrored: the search over all, kept to ``among``
             found = await self.hybrid(scope, vector, terms, tiers, 4 * limit)
             return [h for h in found if h.entry.id in among][:limit]
