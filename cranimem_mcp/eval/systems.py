@@ -68,7 +68,9 @@ def eval_settings(base: Settings, home: Path, *, gate: bool = True) -> Settings:
     data["home"] = home
     data["consolidation"]["interval_seconds"] = 0.0
     if not gate:
-        # Why -1: cosine never falls below it, so the gate (and its second look) keeps all.
+        # Every write passes: the default gate (a scope with the default goal) is off, and
+        # the goal-conditioned gate's threshold is -1, which no cosine falls below.
+        data["gating"]["default_gate"] = False
         data["gating"]["tau_noise"] = -1.0
     return Settings.model_validate(data)
 
