@@ -51,6 +51,7 @@ from .records import (
     to_arrow,
 )
 from .retention import VersionRetention, keep_since, maintenance_due, over_disk_ratio
+from .transcript import turns_by_speaker
 from .working_set import FIELDS, LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 
 logger = logging.getLogger(__name__)
@@ -404,6 +405,18 @@ class EpisodicStore(HybridSearch):
         found = [entry(r) for r in await self._select(scope_filter(scope, tiers), list(FIELDS))]
         found.sort(key=lambda e: (e.created_at, e.turn or 0))
         return found
+
+    async def speakers(self, scope: str, min_turns: int = 1) -> dict[str, frozenset[str]]:
+        """Each speaker of ``min_turns`` or more of the scope's live memories (a transcript
+        turn's name, :func:`~cranimem_mcp.transcript.speaker`) and the ids of their turns:
+        kept by the working set as memories come and go; read from the table when the scope
+        is not mirrored."""
+        mirrored = await self._mirrored(scope, LIVE)
+        if mirrored is not None:
+            return mirrored.speakers(min_turns)
+        rows = await self.live_rows(scope, LIVE)
+        found = turns_by_speaker((e.id, e.content) for e in rows)
+        return {n: frozenset(ids) for n, ids in found.items() if len(ids) >= min_turns}
 
     async def find_hash(self, scope: str, content_hash: str) -> Memory | None:
         """The live memory of ``scope`` with this exact content, whole (vector included)."""

@@ -15,20 +15,13 @@ weights at 0 the order is the hybrid search's own.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import lru_cache
 
 from .records import Hit
+from .transcript import speaker
 from .working_set import Entry
-
-# A transcript line's speaker: one to three capitalised words before a colon, at the start
-# or after a bracketed stamp ("[1:56 pm on 8 May, 2023] Caroline: ...").
-_SPEAKER = re.compile(
-    r"^\s*(?:\[[^\]\n]{1,80}\]\s*)?([A-Z][\w'’.-]{0,30}(?: [A-Z][\w'’.-]{0,30}){0,2}):\s"
-)
 
 
 @dataclass(frozen=True)
@@ -43,13 +36,6 @@ class Rerank:
     @property
     def active(self) -> bool:
         return self.speaker_boost > 0 or self.neighbour_weight > 0
-
-
-@lru_cache(maxsize=1 << 16)  # asked of every memory of a scope at each recall
-def speaker(content: str) -> str | None:
-    """The speaker a transcript turn names, or None for any other text."""
-    m = _SPEAKER.match(content)
-    return m.group(1) if m else None
 
 
 def rerank(

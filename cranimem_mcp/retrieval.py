@@ -428,8 +428,8 @@ class DualPathRecall:
         none (or the policy is off)."""
         if self.policy.speaker_turns <= 0:
             return query, qvec, None
-        entries = await self.episodic.live_rows(scope, LIVE)
-        found = speakers.focus(query, entries, self.policy.speaker_turns)
+        said = await self.episodic.speakers(scope, self.policy.speaker_turns)
+        found = speakers.focus(query, said) if said else None
         if found is None:
             return query, qvec, None
         return found.query, (await self.embedder.embed([found.query]))[0], found

@@ -18,15 +18,14 @@ heading one memory each, so its queries are searched as they are.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 
 from .episodic import EpisodicStore
-from .rerank import Rerank, rerank, speaker
+from .rerank import Rerank, rerank
 from .working_set import LIVE, Entry
 
 _CONTENT_WORD = re.compile(r"[A-Za-z0-9]{3,}")
@@ -51,13 +50,12 @@ class Focus:
     turns: frozenset[str]  # ids of the scope's memories the named speakers speak in
 
 
-def focus(query: str, entries: Sequence[Entry], min_turns: int) -> Focus | None:
-    """The speakers of the scope (heading ``min_turns`` or more of its memories ``entries``)
-    that the query names, the query without them, and their turns; None when it names none,
-    or when nothing but the names would be left to search for ("Caroline?")."""
-    said = [(e.id, speaker(e.content)) for e in entries]
-    counts = Counter(name for _id, name in said if name)
-    names = named(query, [s for s, n in counts.items() if n >= min_turns])
+def focus(query: str, said: Mapping[str, Collection[str]]) -> Focus | None:
+    """The speakers of the scope (``said``: each speaker and the ids of their turns, as
+    :meth:`~cranimem_mcp.episodic.EpisodicStore.speakers` gives those heading enough of its
+    memories) that the query names, the query without them, and their turns; None when it
+    names none, or when nothing but the names would be left to search for ("Caroline?")."""
+    names = named(query, said)
     if not names:
         return None
     rest = query
@@ -66,7 +64,7 @@ def focus(query: str, entries: Sequence[Entry], min_turns: int) -> Focus | None:
     rest = " ".join(rest.split())
     if not _CONTENT_WORD.search(rest):
         return None
-    turns = frozenset(memory_id for memory_id, name in said if name in names)
+    turns = frozenset().union(*(said[name] for name in names))
     return Focus(frozenset(names), rest, turns)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from .models import Memory
+from .transcript import speaker
 
 LIVE = ("buffer", "longterm")
 MIRRORED = (*LIVE, "trash")
@@ -95,6 +96,14 @@ class ScopeSet:
         self._by_hash: dict[str, str] = {}
         self._free: list[int] = list(range(capacity - 1, -1, -1))  # lowest slot first
         self._high = 0  # slots at or above are unused: searches stop there
+        # What a recall asks again and again between writes, kept until the next change
+        # (``_changes`` counts them): the live entries in order, the cosines to the last
+        # query vector (the trash notice asks with the vector the search used), and each
+        # speaker's live turns (kept up to date by put and remove, not rebuilt).
+        self._changes = 0
+        self._ordered: dict[frozenset[int], tuple[int, list[Entry]]] = {}
+        self._last_sims: tuple[int, bytes, np.ndarray] | None = None
+        self._speakers: dict[str, set[str]] = {}
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -121,7 +130,11 @@ class ScopeSet:
         self._slot[entry.id] = slot
         if entry.tier in LIVE:  # a trashed twin is no duplicate of a new write
             self._by_hash[entry.content_hash] = entry.id
+            name = speaker(entry.content)
+            if name is not None:
+                self._speakers.setdefault(name, set()).add(entry.id)
         self._high = max(self._high, slot + 1)
+        self._changes += 1
 
     def remove(self, memory_id: str) -> None:
         slot = self._slot.pop(memory_id, None)
@@ -131,9 +144,15 @@ class ScopeSet:
         assert entry is not None
         if self._by_hash.get(entry.content_hash) == memory_id:
             del self._by_hash[entry.content_hash]
+        name = speaker(entry.content) if entry.tier in LIVE else None
+        if name is not None and name in self._speakers:
+            self._speakers[name].discard(memory_id)
+            if not self._speakers[name]:
+                del self._speakers[name]
         self._entries[slot] = None
         self._tier[slot] = 0
         self._free.append(slot)
+        self._changes += 1
 
     def find_hash(self, content_hash: str) -> str | None:
         return self._by_hash.get(content_hash)
@@ -146,10 +165,20 @@ class ScopeSet:
         return int(_mask(self._tier, tiers).sum())
 
     def entries(self, tiers: Iterable[str]) -> list[Entry]:
-        codes = set(_codes(tiers))
-        out = [e for e in self._entries if e is not None and _CODE[e.tier] in codes]
-        out.sort(key=lambda e: (e.created_at, e.turn or 0))
-        return out
+        """The memories of ``tiers``, oldest first (a new list; the order is kept until the
+        next change)."""
+        codes = frozenset(_codes(tiers))
+        kept = self._ordered.get(codes)
+        if kept is None or kept[0] != self._changes:
+            found = [e for e in self._entries if e is not None and _CODE[e.tier] in codes]
+            found.sort(key=lambda e: (e.created_at, e.turn or 0))
+            kept = self._ordered[codes] = (self._changes, found)
+        return list(kept[1])
+
+    def speakers(self, min_turns: int = 1) -> dict[str, frozenset[str]]:
+        """Each speaker of ``min_turns`` or more live memories
+        (:func:`~cranimem_mcp.transcript.speaker`) and the ids of their turns."""
+        return {n: frozenset(ids) for n, ids in self._speakers.items() if len(ids) >= min_turns}
 
     def similarity(self, memory_id: str, vector: np.ndarray) -> float:
         return float(self._vectors[self._slot[memory_id]] @ vector)
@@ -171,7 +200,7 @@ class ScopeSet:
         n = int(mask.sum())
         if n == 0 or limit <= 0:
             return []
-        sims = self._vectors[: self._high] @ np.asarray(vector, dtype=np.float32)
+        sims = self._cosines(np.asarray(vector, dtype=np.float32))
         sims[~mask] = -np.inf
         top = np.argpartition(-sims, limit - 1)[:limit] if limit < n else np.flatnonzero(mask)
         top = top[np.argsort(-sims[top], kind="stable")]
@@ -181,6 +210,15 @@ class ScopeSet:
             if entry is not None and mask[slot]:
                 out.append((entry, float(sims[slot])))
         return out
+
+    def _cosines(self, vector: np.ndarray) -> np.ndarray:
+        """Every slot's cosine to ``vector`` (a copy, for the caller to mask): one matrix
+        product per query vector between changes."""
+        key = vector.tobytes()
+        last = self._last_sims
+        if last is None or last[0] != self._changes or last[1] != key:
+            last = self._last_sims = (self._changes, key, self._vectors[: self._high] @ vector)
+        return last[2].copy()
 
 
 class WorkingSet:

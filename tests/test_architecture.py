@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 LAYERS: dict[str, set[str]] = {
     # Types and pure rules: what every other part speaks.
     "domain": {"errors", "models", "naming", "temporal", "validation", "scopes", "lexicon",
-               "vocabulary", "service", "consolidation"},
+               "vocabulary", "service", "consolidation", "transcript"},
     # Stores, model runtimes and the text readers: each wraps one library or one model.
     "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion",
                  "episodic_search", "working_set", "records", "retention",

@@ -10,7 +10,8 @@ import pytest
 from conftest import connected
 
 from cranimem_mcp import speakers
-from cranimem_mcp.working_set import Entry
+from cranimem_mcp.transcript import speaker
+from cranimem_mcp.working_set import Entry, ScopeSet
 
 pytestmark = pytest.mark.anyio
 
@@ -28,27 +29,60 @@ CONVERSATION = [
 ]
 
 
-def _entry(n: int, content: str) -> Entry:
-    return Entry(f"m{n}", "buffer", content, f"h{n}", WHEN, WHEN, n)
+def _entry(n: int, content: str, tier: str = "buffer") -> Entry:
+    return Entry(f"m{n}", tier, content, f"h{n}", WHEN, WHEN, n)
+
+
+def _mirror(entries: list[Entry]) -> ScopeSet:
+    mirrored = ScopeSet(dim=2)
+    for e in entries:
+        mirrored.put(e, [1.0, 0.0])
+    return mirrored
 
 
 def test_a_name_heading_too_few_memories_is_not_a_speaker():
     entries = [_entry(i, text) for i, text in enumerate(CONVERSATION)]
     entries.append(_entry(9, "Arthur's Magazine: Arthur's Magazine was a literary periodical."))
-    found = speakers.focus("What does Ann's family do to relax?", entries, 3)
+    mirrored = _mirror(entries)
+    found = speakers.focus("What does Ann's family do to relax?", mirrored.speakers(3))
     assert found is not None
     assert found.names == {"Ann"}
     assert found.query == "What does family do to relax?"
     assert found.turns == {"m1", "m3", "m5"}
     # A paragraph store ("Title: text", one memory per title) is searched as it is.
-    assert speakers.focus("When did Arthur's Magazine start?", entries, 3) is None
-    assert speakers.focus("When did Arthur's Magazine start?", entries, 1) is not None
+    assert speakers.focus("When did Arthur's Magazine start?", mirrored.speakers(3)) is None
+    assert speakers.focus("When did Arthur's Magazine start?", mirrored.speakers(1)) is not None
 
 
 def test_a_query_of_nothing_but_a_name_is_searched_as_it_is():
-    entries = [_entry(i, text) for i, text in enumerate(CONVERSATION)]
-    assert speakers.focus("Ann?", entries, 3) is None
-    assert speakers.focus("What about Annabel?", entries, 3) is None  # a whole word only
+    said = _mirror([_entry(i, text) for i, text in enumerate(CONVERSATION)]).speakers(3)
+    assert speakers.focus("Ann?", said) is None
+    assert speakers.focus("What about Annabel?", said) is None  # a whole word only
+
+
+def test_the_working_set_keeps_each_speakers_live_turns_as_memories_come_and_go():
+    mirrored = _mirror([_entry(i, text) for i, text in enumerate(CONVERSATION)])
+    assert mirrored.speakers(3) == {"Ann": {"m1", "m3", "m5"}, "Bob": {"m0", "m2", "m4"}}
+    mirrored.remove("m4")  # forgotten for good
+    mirrored.put(_entry(2, CONVERSATION[2], tier="trash"), [1.0, 0.0])  # to the trash
+    mirrored.put(_entry(3, CONVERSATION[3], tier="longterm"), [1.0, 0.0])  # promoted
+    assert mirrored.speakers(1) == {"Ann": {"m1", "m3", "m5"}, "Bob": {"m0"}}
+    assert mirrored.speakers(3) == {"Ann": {"m1", "m3", "m5"}}
+    mirrored.put(_entry(7, f"{STAMP} Bob: Ann, relaxing again?", tier="buffer"), [1.0, 0.0])
+    assert mirrored.speakers(1)["Bob"] == {"m0", "m7"}
+
+
+@pytest.mark.parametrize("working_set_rows", [100_000, 0])  # mirrored, and LanceDB's query
+async def test_the_store_names_the_same_speakers_mirrored_or_not(open_engine, working_set_rows):
+    episodic = {"working_set_rows": working_set_rows}
+    async with open_engine(gating=KEEP_ALL, episodic=episodic) as engine:
+        stored = []
+        for text in CONVERSATION:
+            stored.append((await engine.remember(text, "chat")).id)
+        await engine.forget([stored[0]], scope="chat")
+        said = await engine.episodic.speakers("chat", 3)
+        assert said == {"Ann": frozenset(stored[1::2])}
+        assert (await engine.episodic.speakers("chat", 2))["Bob"] == frozenset(stored[2::2])
 
 
 @pytest.mark.parametrize("working_set_rows", [100_000, 0])  # mirrored, and LanceDB's query
@@ -58,7 +92,7 @@ async def test_the_hybrid_search_among_given_ids_returns_only_them(open_engine, 
         for text in CONVERSATION:
             await engine.remember(text, "chat")
         entries = await engine.episodic.live_rows("chat", ("buffer", "longterm"))
-        anns = {e.id for e in entries if speakers.speaker(e.content) == "Ann"}
+        anns = {e.id for e in entries if speaker(e.content) == "Ann"}
         vec = (await engine.embedder.embed(["relax after work"]))[0]
         hits = await engine.episodic.hybrid(
             "chat", vec, "relax after work", ("buffer", "longterm"), 10, among=anns

@@ -78,6 +78,31 @@ def test_scope_set_answers_like_a_scan():
     assert len(mirrored) == len(truth)
 
 
+def test_what_a_recall_asks_again_follows_every_change_in_between():
+    # The cosines to the last query vector and the ordered entries are kept between
+    # changes: a put or a remove in between must show in the next answer.
+    rng = np.random.default_rng(4)
+    mirrored = ScopeSet(dim=8, capacity=2)
+    query = unit(rng)
+    mirrored.put(entry("a", "buffer", "a", 1), unit(rng))
+    assert [e.id for e, _ in mirrored.nearest(query, LIVE, 5)] == ["a"]
+    assert [e.id for e in mirrored.entries(LIVE)] == ["a"]
+    for n in range(2, 6):  # grows the matrix, the same query vector each time
+        mirrored.put(entry(f"b{n}", "longterm", f"b{n}", n), query * (1.0 - 0.01 * n))
+        got = mirrored.nearest(query, LIVE, 10)
+        assert got[0][0].id == "b2" and len(got) == n
+        assert [e.id for e in mirrored.entries(LIVE)][-1] == f"b{n}"
+    mirrored.remove("b2")
+    assert mirrored.nearest(query, LIVE, 1)[0][0].id == "b3"
+    assert "b2" not in [e.id for e in mirrored.entries(LIVE)]
+    mirrored.put(entry("b3", "trash", "b3", 3), query)  # to the trash: out of the live tiers
+    assert mirrored.nearest(query, LIVE, 1)[0][0].id == "b4"
+    assert mirrored.nearest(query, ("trash",), 1)[0][0].id == "b3"
+    listed = mirrored.entries(LIVE)
+    listed.clear()  # the caller's own list
+    assert len(mirrored.entries(LIVE)) == 3
+
+
 def test_the_trash_is_mirrored_and_searched_by_tier_but_is_never_a_duplicate():
     rng = np.random.default_rng(3)
     mirrored = ScopeSet(dim=8)
