@@ -39,8 +39,10 @@ from .records import (
     LIVE_KEY,
     LIVE_KEY_SQL,
     META_COLUMNS,
+    STANDING_COLUMNS,
     Hit,
     MemoryKey,
+    Standing,
     entry,
     hash_filter,
     ids_filter,
@@ -352,6 +354,15 @@ class EpisodicStore(HybridSearch):
     async def keys(self, where: str | None = None) -> list[MemoryKey]:
         """The identity columns of the memories matching ``where`` (all by default)."""
         return [MemoryKey(**r) for r in await self._select(where, KEY_COLUMNS)]
+
+    async def standings(self, scope: str, tiers: Iterable[str]) -> list[Standing]:
+        """What the long-term bound weighs each memory of ``tiers`` by (no whole records),
+        oldest first as :meth:`scope_rows` orders them (ties in weight fall the same way)."""
+        found = [
+            Standing(**r) for r in await self._select(scope_filter(scope, tiers), STANDING_COLUMNS)
+        ]
+        found.sort(key=lambda m: (m.created_at, m.turn or 0))
+        return found
 
     async def _select(self, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
         """Rows as column dicts: the store's own reads of a few columns, never handed out."""

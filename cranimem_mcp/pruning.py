@@ -14,7 +14,8 @@ import anyio
 from .coordination import ScopeLocks
 from .episodic import EpisodicStore
 from .graph import GraphStore
-from .models import ConsolidationReport, Decision, Memory
+from .models import ConsolidationReport, Decision
+from .records import Standing
 from .temporal import decay
 from .validation import now
 
@@ -40,15 +41,15 @@ async def prune_longterm(
     async with lock:
         if await episodic.count(scope, ("longterm",)) <= bound:
             return  # the common case, answered without reading the rows
-        rows = await episodic.scope_rows(scope, ("longterm",))
-        excess = len(rows) - bound
-        rows = [r for r in rows if not r.pinned]  # pinned: forget only, never decay
+        standings = await episodic.standings(scope, ("longterm",))
+        excess = len(standings) - bound
+        rows = [r for r in standings if not r.pinned]  # pinned: forget only, never decay
         excess = min(excess, len(rows))
         if excess <= 0:
             return
         clock = now()
 
-        def weight(memory: Memory) -> float:
+        def weight(memory: Standing) -> float:
             times = (memory.last_access, memory.tier_changed_at, memory.created_at)
             last = max(x for x in times if x is not None)
             recalls = 1.0 + 0.1 * min(10, int(memory.access_count or 0))

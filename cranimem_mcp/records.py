@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -92,6 +93,23 @@ SCALAR_INDEXES = {"id": BTree, "content_hash": BTree, "scope": Bitmap, "tier": B
 COLUMNS = [f.name for f in schema(1) if f.name != LIVE_KEY]
 META_COLUMNS = [c for c in COLUMNS if c != "vector"]
 KEY_COLUMNS = ["id", "scope", "tier", "content_hash"]
+
+
+class Standing(NamedTuple):
+    """What the long-term bound weighs a memory by (:mod:`~cranimem_mcp.pruning`): a read of
+    these columns only, not of whole records (a third of the CPU at 5,000 rows)."""
+
+    id: str
+    pinned: bool | None
+    base_utility: float | None
+    access_count: int | None
+    last_access: datetime | None
+    tier_changed_at: datetime | None
+    created_at: datetime
+    turn: int | None
+
+
+STANDING_COLUMNS = list(Standing._fields)
 
 
 class MemoryKey(NamedTuple):

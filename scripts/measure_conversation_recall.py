@@ -8,7 +8,10 @@ engines open copies of that store, one with the default settings, one with
 Reports ``took_ms`` (the engine's own account) and the CPU time of each recall.
 
     PYTHONPATH=. .venv/bin/python scripts/measure_conversation_recall.py [--turns 1000]
-        [--questions 80] [--data ../shared/data/locomo_dev2.json]
+        [--questions 80] [--data ../shared/data/locomo_dev2.json] [--filled DIR]
+
+``--filled DIR`` keeps the filled store in DIR (filled on the first run, reused after: the
+fill takes minutes, and a before/after comparison should read the same store).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--questions", type=int, default=80)
     parser.add_argument("-k", type=int, default=10)
+    parser.add_argument("--filled", type=Path, help="fill into DIR once, reuse it after")
     args = parser.parse_args()
     conversations = load_conversations(args.data)
     turns = [text for c in conversations for _id, text in c.turns]
@@ -98,9 +102,16 @@ def main() -> None:
     embedder = OnnxEmbedder()  # each engine keeps its own cache (a question is new to both)
     with tempfile.TemporaryDirectory(prefix="cranimem-convrecall-") as tmp:
         root = Path(tmp)
-        started = time.perf_counter()
-        asyncio.run(fill(root / "filled", turns, EmbeddingCache(embedder, size=len(turns))))
-        print(f"{len(turns)} turns stored in one scope in {time.perf_counter() - started:.0f} s")
+        if args.filled is not None and args.filled.exists():
+            shutil.copytree(args.filled, root / "filled")
+            print(f"reusing the store in {args.filled}")
+        else:
+            started = time.perf_counter()
+            asyncio.run(fill(root / "filled", turns, EmbeddingCache(embedder, size=len(turns))))
+            took = time.perf_counter() - started
+            print(f"{len(turns)} turns stored in one scope in {took:.0f} s")
+            if args.filled is not None:
+                shutil.copytree(root / "filled", args.filled)
         asyncio.run(measure(root, questions, args.k, embedder))
 
 

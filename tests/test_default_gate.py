@@ -7,6 +7,7 @@ written apart from the tuning part and never tuned on), through the real engine.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -106,18 +107,23 @@ async def test_the_default_gate_can_be_switched_off(open_engine):
 
 @pytest.mark.slow
 def test_the_shipped_weights_are_what_the_training_script_makes():
-    """The classifier is reproducible from the tuning data (scripts/train_gate.py)."""
+    """The classifier is reproducible from the tuning data (scripts/train_gate.py): up to
+    the rounding of another CPU's BLAS kernels (one BLAS thread, so the machine's core count
+    does not add its own; the tolerances are the script's docstring's measurement, with
+    room). A change of the data, the cues or the features moves far more than that."""
     pytest.importorskip("sklearn")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "train_gate.py"), "--check"],
-        capture_output=True, text=True, check=True, cwd=ROOT, timeout=1200,
+        capture_output=True, text=True, check=True, cwd=ROOT, timeout=1200, env=env,
     )  # fmt: skip
-    diffs = [
-        float(line.rsplit(" ", 1)[1])
+    said = {
+        line.split(" difference ")[0]: float(line.rsplit(" ", 1)[1])
         for line in out.stdout.splitlines()
-        if line.startswith("probability: max difference")
-    ]
-    assert len(diffs) == 1 and diffs[0] < 0.01, out.stdout
+        if line.startswith("probability: ")
+    }
+    assert said["probability: max"] < 0.05, out.stdout
+    assert said["probability: mean"] < 0.002, out.stdout
     threshold = next(line for line in out.stdout.splitlines() if line.startswith("threshold"))
     _, trained, _, _, shipped = threshold.split()
     assert abs(float(trained) - float(shipped)) < 0.01, out.stdout
