@@ -49,7 +49,7 @@ def _pause_collector() -> None:
     the engine opens, none at exit. The open imports LanceDB, rdflib, onnxruntime and spaCy
     (objects by the hundred thousand, nearly none of them garbage), and the collections walk
     them again and again: 0.2-0.4 s of a one-shot command's CPU, and the interpreter's own at
-    exit another 0.3-0.4 s (docs/RESULTS.md, "One-shot commands, again").
+    exit another 0.3-0.45 s (docs/RESULTS.md, "One-shot commands, again").
     :func:`_resume_collector` turns it back on once the engine is open, so a long command (a
     consolidation, an import) still collects its own garbage."""
     global _paused_thresholds
