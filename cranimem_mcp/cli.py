@@ -7,6 +7,8 @@ running owner never load the engine's stores."""
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import json
 import logging
 import os
@@ -33,6 +35,37 @@ from .config import Settings, load_settings
 from .errors import CranimemError
 
 logger = logging.getLogger("cranimem_mcp")
+
+# The one-shot commands that open the engine (or bridge to its owner), then exit.
+OPENS_ENGINE = frozenset(
+    {"remember", "recall", "consolidate", "forget", "list", "restore", "goal", "check", "stats",
+     "import", "export"}
+)  # fmt: skip
+_paused_thresholds: tuple[int, int, int] | None = None
+
+
+def _pause_collector() -> None:
+    """For a process that runs one command and exits: no cyclic garbage collection while
+    the engine opens, none at exit. The open imports LanceDB, rdflib, onnxruntime and spaCy
+    (objects by the hundred thousand, nearly none of them garbage), and the collections walk
+    them again and again: 0.2-0.4 s of a one-shot command's CPU, and the interpreter's own at
+    exit another 0.3-0.45 s (docs/RESULTS.md, "One-shot commands, again").
+    :func:`_resume_collector` turns it back on once the engine is open, so a long command (a
+    consolidation, an import) still collects its own garbage."""
+    global _paused_thresholds
+    _paused_thresholds = gc.get_threshold()
+    gc.set_threshold(0)  # threshold 0: no automatic collection (spaCy's loader re-enables gc)
+    atexit.register(gc.freeze)  # runs before the interpreter's collections at exit
+
+
+def _resume_collector() -> None:
+    """The engine is open: what the imports made moves to the collector's permanent
+    generation (``gc.freeze``), so the collections from here on walk only newer objects."""
+    global _paused_thresholds
+    if _paused_thresholds is not None:
+        gc.freeze()
+        gc.set_threshold(*_paused_thresholds)
+        _paused_thresholds = None
 
 
 def _setup_logging(verbose: int) -> None:
@@ -76,6 +109,7 @@ async def _one_shot(args: argparse.Namespace) -> int:
         return await _export(args, settings)
     # While a server owns the directory these go through it (the memory service, bridged).
     async with shared_engine(settings) as engine:
+        _resume_collector()
         if cmd == "remember":
             r = await engine.remember(
                 content=args.content, scope=args.scope, goal=args.goal, source=args.source,
@@ -141,6 +175,7 @@ async def _export(args: argparse.Namespace, settings: Settings) -> int:
     from .sharing import exclusive_directory, open_local
 
     async with exclusive_directory(settings), open_local(settings, background=False) as engine:
+        _resume_collector()
         counts = await export(engine, args.out)
     print(f"exported {counts['memories']} memories and {counts['quads']} quads to {args.out}")
     return 0
@@ -151,6 +186,7 @@ async def _import(args: argparse.Namespace, settings: Settings) -> int:
     from .sharing import exclusive_directory, open_local
 
     async with exclusive_directory(settings), open_local(settings, background=False) as engine:
+        _resume_collector()
         counts = await import_into(engine, args.src)
     print(f"imported {counts['memories']} memories and {counts['quads']} quads "
           f"into {settings.home}")  # fmt: skip
@@ -192,7 +228,12 @@ def _show(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line. ``argv`` None: this process's own command line (the console script,
+    ``python -m``), a process that exits after the command; callers that go on (tests) pass
+    ``argv`` and keep their collector as it is."""
     args = build_parser().parse_args(argv)
+    if argv is None and args.command in OPENS_ENGINE:
+        _pause_collector()
     # What we store is private: LanceDB creates its files with the process umask (0644 and
     # 0755 under the usual 022), so every file and folder we or it create is owner-only.
     os.umask(0o077)

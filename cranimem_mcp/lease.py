@@ -44,14 +44,16 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import httpx
 from rdflib import Literal, URIRef
 
 from .errors import ConfigError, LeaseHeld, LeaseLost, StoreError
 from .vocabulary import VOCAB
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger(__name__)
 
@@ -248,6 +250,10 @@ class SparqlLease:
         self.seconds, self.settle = seconds, settle_seconds
         self._query, self._update = query_endpoint, update_endpoint
         self._start_soon = start_soon
+        # Imported here: only a replica's engine holds this lease, and httpx is ~0.1 s of
+        # every other engine's open (a one-shot command's among them).
+        import httpx
+
         self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=5.0))
         self._lock = anyio.Lock()  # acquisitions and releases of this process, one at a time
         self._fence: Fence | None = None
@@ -265,6 +271,8 @@ class SparqlLease:
     # --- the server's record ----------------------------------------------------------------
 
     async def _post(self, url: str, data: dict[str, str], accept: str | None = None) -> Any:
+        import httpx
+
         headers = {"accept": accept} if accept else {}
         try:
             response = await self._client.post(url, data=data, headers=headers)

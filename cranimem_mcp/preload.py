@@ -21,6 +21,19 @@ from .config import Settings
 logger = logging.getLogger(__name__)
 
 
+def _load_parser() -> None:
+    """Load the parser every write's quick extraction reads, and parse once; never raises."""
+    started = time.perf_counter()
+    try:
+        from . import syntax
+
+        syntax.warm_up()
+    except Exception as exc:  # the first write meets the same problem and raises it
+        logger.warning("preloading the parser failed: %s", exc)
+    else:
+        logger.info("parser warm in %.2f s", time.perf_counter() - started)
+
+
 def embedder_to_preload(settings: Settings) -> Any:
     """The local embedder (not loaded yet) when the settings and the store point to it
     (``local``, or ``auto`` with a store that is empty or was filled by a local embedder);
@@ -51,12 +64,16 @@ class EmbedderPreload:
 
     The thread decides whether this run will use the local embedder at all
     (:func:`embedder_to_preload`), then loads it and embeds once, then loads the parser
-    (:mod:`cranimem_mcp.syntax`) and parses once.
+    (:mod:`cranimem_mcp.syntax`) and parses once. ``parser_beside``: the parser loads in a
+    thread of its own from the start instead, beside the embedder's session build (native
+    code, mostly off the GIL): a one-shot command waits for both before its answer, and no
+    handshake waits behind them (docs/RESULTS.md, "One-shot commands, again").
     :meth:`take` waits for the decision only, never for the load: a call that needs the
     embedder before it is warm waits on the embedder's own load lock. A failed load is
     logged here and raised again by the first call, to its caller."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, parser_beside: bool = False) -> None:
+        self._parser_beside = parser_beside
         self._embedder: Any = None
         self._decided = threading.Event()
         self._embedder_done = threading.Event()
@@ -69,6 +86,8 @@ class EmbedderPreload:
             self._thread.start()
 
     def _run(self, settings: Settings) -> None:
+        if self._parser_beside:
+            threading.Thread(target=_load_parser, name="parser preload", daemon=True).start()
         embedder = None
         try:
             self._embedder = embedder = embedder_to_preload(settings)
@@ -89,17 +108,10 @@ class EmbedderPreload:
                     )
         finally:
             self._embedder_done.set()
-        # Then the parser every write's quick extraction reads (after the embedder, so the
-        # two loads do not fight over the GIL).
-        started = time.perf_counter()
-        try:
-            from . import syntax
-
-            syntax.warm_up()
-        except Exception as exc:  # the first write meets the same problem and raises it
-            logger.warning("preloading the parser failed: %s", exc)
-        else:
-            logger.info("parser warm in %.2f s", time.perf_counter() - started)
+        if not self._parser_beside:
+            # Then the parser every write's quick extraction reads (after the embedder, so
+            # the two loads do not fight over the GIL while a server answers its client).
+            _load_parser()
 
     def join(self, timeout: float = 30.0) -> None:
         """Wait for the load to end before the process exits: an exit while onnxruntime

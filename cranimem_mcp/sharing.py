@@ -423,8 +423,9 @@ async def shared_engine(settings: Settings) -> AsyncIterator[MemoryService]:
     """The memory service for a one-shot command: the local engine while this process holds
     the directory (no bridges served, no background work), else the owner's, bridged."""
     # As in serve: if this process opens the stores, the model loads beside the open (its
-    # session build is native code, mostly off the GIL) instead of after it.
-    preload = EmbedderPreload(settings)
+    # session build is native code, mostly off the GIL) instead of after it; and the parser
+    # beside both, since the command waits for all three.
+    preload = EmbedderPreload(settings, parser_beside=True)
     handle = EngineHandle(settings, serve_bridges=False, background=False, preload=preload)
     try:
         async with handle:

@@ -5,9 +5,11 @@ its address only once the inspector answers."""
 
 from __future__ import annotations
 
+import gc
 import re
 import socket
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -68,6 +70,30 @@ def test_rejected_write_says_so_and_stderr_says_nothing_of_ollama(tmp_path: Path
     assert len(warnings) == 1 and "Ollama" in warnings[0], stats.stderr
     assert "Ollama probe failed" not in stats.stdout
     assert "rejected writes:  1" in stats.stdout and "{" not in stats.stdout
+
+
+@pytest.mark.slow
+def test_a_one_shot_process_collects_garbage_again_once_the_engine_is_open(tmp_path: Path) -> None:
+    # The process's own command line (main() with no argv): no collection during the open,
+    # then the collector as it was, over what the open made frozen.
+    code = (
+        "import gc, sys\n"
+        "from cranimem_mcp import cli\n"
+        "before = gc.get_threshold()\n"
+        "sys.argv = ['cranimem-mcp', 'stats', '--json']\n"
+        "assert cli.main() == 0\n"
+        "print(gc.get_threshold() == before, gc.get_freeze_count() > 0, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=server_env(tmp_path / "home"),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split()[-2:] == ["True", "True"], done.stderr
+
+
+def test_main_called_with_argv_leaves_the_callers_collector_alone(tmp_path: Path) -> None:
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    assert main(["stats", "--json", "--data-dir", str(tmp_path / "home")]) == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (before, frozen)
 
 
 def test_stats_text_is_aligned_key_value_lines() -> None:

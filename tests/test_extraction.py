@@ -157,6 +157,24 @@ def test_spacy_loads_without_torch_where_torch_is_installed(tmp_path):
     assert out.stdout.split() == ["False", "False", "True"]  # torch itself still imports
 
 
+@pytest.mark.slow
+def test_spacy_loads_without_its_command_line_and_spacy_info_still_works():
+    code = textwrap.dedent(
+        """
+        import sys
+        from cranimem_mcp import syntax
+        syntax.parse("My sister Ana lives in Lisbon.")
+        print("spacy.cli" in sys.modules, "typer" in sys.modules, "weasel" in sys.modules)
+        import spacy
+        print(spacy.info(silent=True)["spacy_version"] == spacy.__version__)
+        import spacy.cli
+        print(callable(spacy.cli.setup_cli))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "False", "True", "True"]
+
+
 @pytest.mark.anyio
 async def test_a_coroutine_waits_for_a_load_in_progress_off_the_event_loop(monkeypatch):
     nlp = syntax.pipeline()
