@@ -109,7 +109,8 @@ class Standing(NamedTuple):
     turn: int | None
 
 
-STANDING_COLUMNS = list(Standing._fields)
+STANDING_COLUMNS = ["id", "pinned", "base_utility", "access_count", "last_access",
+                    "tier_changed_at", "created_at", "turn"]  # fmt: skip
 
 
 class MemoryKey(NamedTuple):
