@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
 # A transcript line's speaker: one to three capitalised words before a colon, at the start
 # or after a bracketed stamp ("[1:56 pm on 8 May, 2023] Caroline: ...").
@@ -18,9 +17,10 @@ _SPEAKER = re.compile(
 )
 
 
-@lru_cache(maxsize=1 << 16)  # asked again whenever a memory enters or leaves a mirror
 def speaker(content: str) -> str | None:
-    """The speaker a transcript turn names, or None for any other text."""
+    """The speaker a transcript turn names, or None for any other text. Not cached: it is
+    asked once per memory entering or leaving a mirror (an anchored match, about a
+    microsecond), and a cache keyed by texts would keep hard-forgotten ones in memory."""
     m = _SPEAKER.match(content)
     return m.group(1) if m else None
 
