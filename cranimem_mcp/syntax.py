@@ -20,6 +20,7 @@ import logging
 import sys
 import threading
 import time
+import types
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -117,14 +118,41 @@ class _WithoutTorch(importlib.abc.MetaPathFinder):
         return None
 
 
+# spaCy's package imports its command line (``from .cli.info import info``), and with it
+# typer, weasel, requests, jinja2, rich and pygments: 18 MiB resident and 0.17 s of CPU here
+# that loading and running a pipeline never use (docs/RESULTS.md, "Server memory at 10k,
+# again"). While spaCy imports, ``spacy.cli`` is a stub; an import of it afterwards gets the
+# real one.
+_CLI = ("spacy.cli", "spacy.cli.info")
+
+
+def _no_cli_info(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("spacy.info is not loaded here: run `python -m spacy info`")
+
+
+def _cli_stubs() -> dict[str, types.ModuleType]:
+    package, info = types.ModuleType(_CLI[0]), types.ModuleType(_CLI[1])
+    package.__path__ = []
+    info.info = _no_cli_info  # type: ignore[attr-defined]
+    return {_CLI[0]: package, _CLI[1]: info}
+
+
 def _import_spacy() -> Any:
-    """spaCy, with thinc set up as in a default install (no torch), whatever is installed."""
+    """spaCy, with thinc set up as in a default install (no torch), whatever is installed,
+    and without its command line."""
+    if "spacy" in sys.modules:
+        return sys.modules["spacy"]
     finder = _WithoutTorch()
+    stubs = {name: module for name, module in _cli_stubs().items() if name not in sys.modules}
+    sys.modules.update(stubs)
     sys.meta_path.insert(0, finder)
     try:
         import spacy
     finally:
         sys.meta_path.remove(finder)
+        for name, module in stubs.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
     return spacy
 
 

@@ -157,6 +157,26 @@ def test_spacy_loads_without_torch_where_torch_is_installed(tmp_path):
     assert out.stdout.split() == ["False", "False", "True"]  # torch itself still imports
 
 
+@pytest.mark.slow
+def test_spacy_loads_without_its_command_line_which_still_imports_afterwards():
+    code = textwrap.dedent(
+        """
+        import sys
+        from cranimem_mcp import syntax
+        doc = syntax.parse("My sister Ana lives in Lisbon.")
+        print([t.lemma_ for t in doc][3], "typer" in sys.modules, "spacy.cli" in sys.modules)
+        import spacy.cli
+        print(callable(spacy.cli.info), "typer" in sys.modules)
+        """
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["live", "False", "False", "True", "True"]
+
+
 @pytest.mark.anyio
 async def test_a_coroutine_waits_for_a_load_in_progress_off_the_event_loop(monkeypatch):
     nlp = syntax.pipeline()
