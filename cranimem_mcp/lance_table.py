@@ -27,8 +27,10 @@ def connect(path: Path | str, storage_options: dict[str, str], shared: bool) -> 
     """The LanceDB database at ``path`` (a directory or any LanceDB URI). A ``shared`` table
     (other processes write it) is read at its latest version: LanceDB looks for a newer one
     before each read. Alone, the handle's own version is always the latest. From here on
-    pyarrow allocates with malloc, whose free pages a trim returns (:mod:`heap`)."""
+    pyarrow allocates with malloc, and LanceDB's threads share two of its arenas, so that a
+    trim returns what they free (:mod:`heap`)."""
     heap.arrow_on_malloc()
+    heap.limit_arenas()
     return lancedb.connect(
         str(path),
         storage_options=storage_options or None,
