@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
+from . import heap
 from .cli_parser import build_parser
 from .cli_text import (
     check_text,
@@ -237,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     # What we store is private: LanceDB creates its files with the process umask (0644 and
     # 0755 under the usual 022), so every file and folder we or it create is owner-only.
     os.umask(0o077)
+    # Before any thread starts: threads share two malloc arenas, so what LanceDB's
+    # maintenance frees goes back at a trim instead of staying in half-used arenas.
+    heap.limit_arenas()
     _setup_logging(args.verbose if args.command != "serve" else max(1, args.verbose))
     try:
         if args.command in ("serve", "ui"):

@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -29,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import numpy as np
 
-from . import heap
+from . import heap, onnx_graph
 from .errors import BackendUnavailable, ConfigError
 
 logger = logging.getLogger(__name__)
@@ -196,14 +197,27 @@ class OnnxEmbedder:
             # after batches of long texts here) and bought no speed: allocate per run.
             options.enable_cpu_mem_arena = False
             try:
-                session = ort.InferenceSession(
-                    str(model), sess_options=options, providers=["CPUExecutionProvider"]
-                )
+                session = self._session_of(ort, model, options)
             except Exception as exc:  # onnxruntime raises its own untyped pybind errors
                 raise BackendUnavailable(f"onnxruntime cannot load {model}: {exc}") from exc
             self._tokenizer, self._session = tokenizer, session
             heap.trim()  # the session build frees ~60 MiB of scratch the allocator would keep
             logger.info("loaded %s (%s) in %.2f s", model, self.id, time.perf_counter() - started)
+
+    @staticmethod
+    def _session_of(ort: Any, model: Path, options: Any) -> Any:
+        """The session of ``model`` with its word-embedding table kept int8 (its rows are
+        dequantised as they are read: 33 MiB less, bit-identical vectors; onnx_graph). It is
+        built from a file, not from bytes: onnxruntime's Python session holds the bytes it
+        was given for its whole life (23 MiB more)."""
+        graph = onnx_graph.gather_int8_embeddings(model.read_bytes())
+        with tempfile.TemporaryDirectory(prefix="cranimem-onnx-") as tmp:
+            path = Path(tmp) / model.name
+            path.write_bytes(graph)
+            del graph
+            return ort.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
 
     @staticmethod
     def _checked(explicit: Path | None, *pinned: PackagedFile) -> Path:

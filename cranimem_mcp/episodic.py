@@ -185,6 +185,10 @@ class EpisodicStore(HybridSearch):
                 vectors = flat.reshape(-1, self._dim)
                 entries = [entry(r) for r in table.drop_columns(["vector"]).to_pylist()]
                 self._ws.install(scope, entries, vectors)
+                # The scope's rows as Arrow and as dicts are garbage now (~60 MiB at 10k
+                # memories): give them back, or a server keeps them (docs/RESULTS.md).
+                del table, flat
+                heap.trim()
         return self._ws.get(scope)
 
     @staticmethod

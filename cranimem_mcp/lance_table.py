@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from . import heap
 from .errors import StoreError
 from .lance import FTS, lancedb
 from .records import LIVE_KEY, LIVE_KEY_SQL, SCALAR_INDEXES
@@ -25,7 +26,11 @@ logger = logging.getLogger(__name__)
 def connect(path: Path | str, storage_options: dict[str, str], shared: bool) -> Any:
     """The LanceDB database at ``path`` (a directory or any LanceDB URI). A ``shared`` table
     (other processes write it) is read at its latest version: LanceDB looks for a newer one
-    before each read. Alone, the handle's own version is always the latest."""
+    before each read. Alone, the handle's own version is always the latest. From here on
+    pyarrow allocates with malloc, and LanceDB's threads share two of its arenas, so that a
+    trim returns what they free (:mod:`heap`)."""
+    heap.arrow_on_malloc()
+    heap.limit_arenas()
     return lancedb.connect(
         str(path),
         storage_options=storage_options or None,

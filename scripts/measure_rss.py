@@ -5,11 +5,21 @@ behind "Bounded resources" in docs/RELIABILITY.md.
 
     .venv/bin/python scripts/measure_rss.py engine [WRITES] [--no-working-set]
     .venv/bin/python scripts/measure_rss.py lancedb [WRITES] [--keep-versions]
+    .venv/bin/python scripts/measure_rss.py store DIR [RECALLS]
+
+``store``: a copy of a filled store (``scripts/measure_startup.py --store 10000`` fills one)
+opened in this process with the default embedder, heuristic tagger and extractor; resident
+memory after each stage (imports, stores open, embedder loaded, first recall, first
+remember, RECALLS recalls and remembers; each after ``malloc_trim``), the peak, and the CPU
+time per recall and per remember. The numbers behind "Server memory at 10k" in
+docs/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import random
+import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -21,9 +31,10 @@ import lancedb
 import numpy as np
 from lancedb.index import FTS
 
+from cranimem_mcp import heap
 from cranimem_mcp.config import Settings, load_settings
 from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.eval.bench import ConstantEmbedder
+from cranimem_mcp.eval.bench import ConstantEmbedder, synthetic_query, synthetic_text
 
 NAMES = ["Ana", "Bo", "Chen", "Dara", "Eli", "Femi", "Gus", "Hana", "Ivo", "Jun"]
 CITIES = ["Oslo", "Lima", "Pune", "Kyiv", "Faro", "Nice", "Bern", "Graz", "Riga", "Cork"]
@@ -32,6 +43,16 @@ CITIES = ["Oslo", "Lima", "Pune", "Kyiv", "Faro", "Nice", "Bern", "Graz", "Riga"
 def rss_mb() -> float:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * 4096 / 2**20
+
+
+def peak_mb() -> float:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("VmHWM:"))
+
+
+def cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def say(*parts: object) -> None:
@@ -84,10 +105,52 @@ def lancedb_loop(writes: int, keep_versions: bool) -> None:
     say(f"end: rss {rss_mb():.0f} MB")
 
 
+async def store_stages(filled: str, recalls: int, imported: float) -> None:
+    home = Path(tempfile.mkdtemp(prefix="cranimem-rss-")) / "home"
+    shutil.copytree(filled, home)
+    data = load_settings(home=home).model_dump()
+    data["models"].update(embedder="local", tagger="heuristic", extractor="heuristic")
+    rng = random.Random(1)
+    last = imported
+
+    def stage(name: str) -> None:
+        nonlocal last
+        heap.trim()
+        now = rss_mb()
+        say(f"{name:<28} rss {now:6.0f} MB  (+{now - last:5.0f})  peak {peak_mb():6.0f} MB")
+        last = now
+
+    say(f"{'imports':<28} rss {imported:6.0f} MB")
+    async with MemoryEngine(Settings.model_validate(data), background=False) as engine:
+        await engine.stats()
+        stage("stores open")
+        await engine.embedder.embed(["warm up"])
+        stage("embedder loaded")
+        await engine.recall("Where do I live?")
+        stage("first recall")
+        await engine.remember(synthetic_text(rng, 10**6))
+        stage("first remember")
+        started = cpu_s()
+        for _ in range(recalls):
+            await engine.recall(synthetic_query(rng))
+        recall_ms = (cpu_s() - started) / max(recalls, 1) * 1000
+        started = cpu_s()
+        for i in range(recalls):
+            await engine.remember(synthetic_text(rng, 10**6 + 1 + i))
+        remember_ms = (cpu_s() - started) / max(recalls, 1) * 1000
+        stage(f"{recalls} recalls and remembers")
+        say(f"CPU per recall {recall_ms:.1f} ms, per remember {remember_ms:.1f} ms")
+    shutil.rmtree(home.parent)
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "engine"
     count = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 3000
-    if mode == "engine":
+    if mode == "store":
+        imported = rss_mb()
+        recalls = int(sys.argv[3]) if len(sys.argv) > 3 else 50
+        anyio.run(store_stages, sys.argv[2], recalls, imported)
+    elif mode == "engine":
         anyio.run(engine_stream, count, "--no-working-set" not in sys.argv)
     else:
         lancedb_loop(count, "--keep-versions" in sys.argv)

@@ -24,6 +24,7 @@ from cranimem_mcp.embeddings import (
 )
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import ConfigError
+from cranimem_mcp.onnx_graph import gather_int8_embeddings
 from cranimem_mcp.preload import embedder_to_preload
 from cranimem_mcp.state import EngineState, save_state
 
@@ -67,6 +68,29 @@ async def test_vectors_match_the_torch_model(minilm):
     # Sentences agree to 0.999; a one-word text ("ok") the least, at 0.996.
     assert np.median(cosines) > 0.999 and cosines.min() > 0.995
     assert torch_minilm.id == minilm.id
+
+
+async def test_the_int8_table_lookup_gives_the_pinned_graphs_vectors(minilm):
+    # The pinned file as published, in a plain session: it dequantises the whole table.
+    import onnxruntime as ort
+
+    plain = ort.InferenceSession(str(MINILM_ONNX.locate()), providers=["CPUExecutionProvider"])
+    texts = [t for t in SENTENCES if t] + ["Caroline went to the LGBTQ support group on 7 May."]
+    ours = await minilm.embed(texts)
+    for text, vector in zip(texts, ours, strict=True):
+        ids = np.array([minilm._tokenizer.encode(text).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        hidden = plain.run(None, {**feeds, "token_type_ids": np.zeros_like(ids)})[0][0]
+        pooled = hidden.mean(axis=0)
+        np.testing.assert_allclose(vector, pooled / np.linalg.norm(pooled), rtol=0, atol=1e-6)
+
+
+def test_the_table_rewrite_refuses_a_graph_without_the_pattern():
+    model = MINILM_ONNX.locate().read_bytes()
+    rewritten = gather_int8_embeddings(model)
+    assert len(rewritten) > len(model) // 2 and rewritten != model
+    with pytest.raises(ValueError, match="word_embeddings"):
+        gather_int8_embeddings(rewritten)  # already rewritten: no dequantised table left
 
 
 def test_a_corrupted_model_file_is_a_config_error_naming_it(tmp_path):

@@ -256,3 +256,14 @@ async def test_a_failed_write_drops_the_mirror(tmp_path, episodic_location):
                                 content_hash="b" * 32, vector=[0.0] * 3)])  # fmt: skip
     assert store._ws.get("s") is None
     assert await store.count("s", ("buffer",)) == 1
+
+
+def test_arrow_allocates_with_malloc_once_a_table_is_connected(tmp_path):
+    # The working set's rows come through Arrow: on its own pool (mimalloc) what they free
+    # never goes back to the OS, on malloc's a trim returns it (heap.arrow_on_malloc).
+    import pyarrow as pa
+
+    from cranimem_mcp.lance_table import connect
+
+    connect(tmp_path / "db", {}, shared=False)
+    assert pa.default_memory_pool().backend_name == "system"
