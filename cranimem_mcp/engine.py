@@ -205,8 +205,11 @@ class MemoryEngine:
                 logger.warning("repaired after an unclean stop: %s", line)
         self._open_marker.touch(mode=0o600)
         async with AsyncExitStack() as stack:
-            self._background.attach(await stack.enter_async_context(anyio.create_task_group()))
+            # Pushed before the task group, so it runs after it: once the background work
+            # has ended, outside its cancelled scope (inside it, the graph's compaction on
+            # close was cancelled before it began: a reopen replayed the whole journal).
             stack.push_async_callback(self.graph.close)
+            self._background.attach(await stack.enter_async_context(anyio.create_task_group()))
             if self._background.enabled and self.settings.consolidation.interval_seconds > 0:
                 self._background.start_soon(self._consolidator.schedule)
             self._stack = stack.pop_all()

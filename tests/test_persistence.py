@@ -48,6 +48,24 @@ async def test_everything_survives_closing_and_reopening(open_engine, tmp_path):
         await engine.restore([trashed.id], scope="work")
 
 
+@pytest.mark.parametrize("background", [True, False])
+async def test_closing_the_engine_compacts_the_graph_journal(open_engine, tmp_path, background):
+    # The journal is replayed at every open; a close writes it into the snapshot. It once
+    # ran inside the background task group's cancelled scope, so it never did.
+    home = tmp_path / "data"
+    keep_all = {"tau_noise": -1.0, "default_gate": False}
+    async with open_engine(home=home, gating=keep_all, background=background) as engine:
+        await engine.remember("Alice works at Acme Robotics in Berlin.", scope="work")
+        await engine.consolidate()
+        journal = home / "graph" / "journal.jsonl"
+        assert journal.stat().st_size > 0
+    assert journal.stat().st_size == 0
+    assert "Acme" in (home / "graph" / "graph.nq").read_text()
+    async with open_engine(home=home, gating=keep_all) as engine:
+        recalled = await engine.recall("Where does Alice work?", scope="work")
+        assert {f.object for f in recalled.facts} >= {"Acme Robotics"}
+
+
 async def test_a_store_refuses_a_different_embedder(open_engine, tmp_path):
     home = tmp_path / "data"
     async with open_engine(home=home) as engine:
