@@ -1,118 +1,47 @@
-"""rdflib's in-memory store, made to give back what it no longer holds.
+"""The knowledge graph's store in memory: pyoxigraph's in-memory store under rdflib's API.
 
-rdflib 7's ``Memory`` store keeps three nested indexes (subject -> predicate -> object and
-its two rotations) and, per named graph, a ``Graph`` object in a map from the graph's name.
-Removing a triple deletes only its innermost entry: the emptied inner dicts stay, keyed by
-the removed terms, and so does the name map's entry of every graph ever touched, even by a
-read (``Dataset.graph(name)`` on a name that holds nothing registers an empty graph). With
-one named graph per memory and memories moving to the trash and out, that was a few KiB
-per write kept for good, in a store whose triples the bounds keep constant.
+The graph is read through rdflib (``Dataset``, ``Graph``, their ``triples`` and ``quads``);
+its quads live in :class:`OxMemory`, an rdflib ``Store`` over a ``pyoxigraph.Store`` held in
+memory (Rust: interned terms, compact indexes). On the 10k store of docs/RESULTS.md (101k
+quads) it holds the graph in ~40 MiB where rdflib's own ``Memory`` took ~95 MiB, and loads
+the snapshot in a fraction of the CPU (``bulk_load`` against building Python dicts). Nothing
+of it reaches the disk: the files stay the journal's (snapshot and journal, so that a hard
+forget leaves no residue after a compaction).
 
-:class:`TidyMemory` keeps the store's invariant as it should read: the indexes and the
-name map hold only terms and graphs that some stored triple uses, so the store's size is
-that of its triples. A named graph exists while it holds a triple, as in the N-Quads
-snapshot a reopen reads (which cannot hold an empty graph).
+What the store keeps as it should read (the invariants ``Memory`` needed a subclass for):
+a named graph exists while it holds a quad (``Dataset.graph(name)`` on an empty name
+registers nothing), and a plain literal comes back plain (RDF 1.1 makes it an
+``xsd:string``; rdflib 7 tells the two apart, and every literal we build is plain).
+Oxigraph's memory store does not reclaim what a removal frees (its entries are versioned
+for concurrent readers); :meth:`OxMemory.replace` takes a fresh store with the same quads,
+which the journal's compaction builds from the files anyway (``journal.compact``), so what
+removed quads leave behind lasts until the next compaction.
 
-It reaches into ``Memory``'s name-mangled attributes (``_Memory__spo`` and so on): there is
-no public way to prune them. ``tests/test_persistence.py`` compares the store after a churn
-of memories with a reopen of the same files, index entry by index entry, so a change of
-rdflib's internals fails a test, not a user.
+A read of all graphs (``triples(pattern, context=None)``) lists each matching triple once,
+with the graphs that hold it, as ``Memory`` did: an entity's type stated in thousands of
+memory graphs is one triple for the reader, converted to rdflib's terms once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import Any
 
 import pyoxigraph as ox
-from rdflib import BNode, Dataset, Graph, Literal, URIRef
+from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.namespace import XSD
-from rdflib.plugins.stores.memory import Memory
+from rdflib.store import Store
+
+_XSD_STRING = str(XSD.string)
+_DEFAULT = ox.DefaultGraph()
+_DEFAULT_NAME = str(DATASET_DEFAULT_GRAPH_ID)
 
 
-def _key(context: Any) -> str | None:
-    """The name map's key for a graph, as ``Memory`` computes it."""
-    if context is None:
-        return None
-    identifier = getattr(context, "identifier", context)
-    return f"{identifier.__class__.__name__}:{identifier}"
-
-
-class TidyMemory(Memory):
-    """``Memory`` whose indexes shrink when triples go (see the module docstring)."""
-
-    def _holds(self, context: Any) -> bool:
-        return _key(context) in self._Memory__contextTriples
-
-    def add_graph(self, graph: Any) -> None:
-        # Registered when its first triple is added (Memory.add), not before.
-        return None
-
-    def __len__(self, context: Any = None) -> int:
-        if context is not None and not self._holds(context):
-            return 0  # without registering a graph that holds nothing
-        return super().__len__(context)
-
-    def triples(self, triple_pattern: Any, context: Any = None) -> Iterator[Any]:
-        if context is not None and not self._holds(context):
-            return iter(())  # the same (nothing) as Memory gives, without registering it
-        return super().triples(triple_pattern, context)
-
-    def _Memory__contexts(self, triple: Any) -> Iterator[Any]:  # noqa: N802
-        """The graphs a triple is in, listed when asked. ``Memory`` builds that list for
-        every triple it yields, though ``Graph.triples`` (a memory's own graph read) drops
-        it: for a triple that thousands of memory graphs share (an entity's type, a common
-        fact), each such read cost a pass over all of them (recall's "outdated" check at
-        10k memories: 1.2 ms per triple, docs/RESULTS.md)."""
-        yield from Memory._Memory__contexts(self, triple)
-
-    def remove(self, triple_pattern: Any, context: Any = None) -> None:
-        gone = [triple for triple, _ in super().triples(triple_pattern, context)]
-        super().remove(triple_pattern, context)
-        spo, pos, osp = self._Memory__spo, self._Memory__pos, self._Memory__osp
-        for s, p, o in gone:
-            for index, outer, inner in ((spo, s, p), (pos, p, o), (osp, o, s)):
-                level = index.get(outer)
-                if level is None:
-                    continue
-                if inner in level and not level[inner]:
-                    del level[inner]
-                if not level:
-                    del index[outer]
-        if context is not None and not self._holds(context):
-            self._Memory__context_obj_map.pop(_key(context), None)
-            self._Memory__all_contexts.discard(context)
-
-
-def load_nquads(ds: Dataset, path: Path) -> None:
-    """Add an N-Quads file's quads to ``ds``, parsed by pyoxigraph (Rust): the same quads as
-    ``ds.parse(path, format="nquads")`` (a plain literal stays plain, as rdflib reads it) in
-    under half the time (3.8 s against 8.3 s of CPU for the 101k quads of a 10k store)."""
-    terms: dict[Any, Any] = {}
-    graphs: dict[Any, Graph] = {}
-
-    def term(node: Any) -> Any:
-        found = terms.get(node)
-        if found is None:
-            found = terms[node] = _rdflib(node)
-        return found
-
-    def graph(name: Any) -> Graph:
-        found = graphs.get(name)
-        if found is None:
-            default = isinstance(name, ox.DefaultGraph)
-            found = graphs[name] = ds.graph(DATASET_DEFAULT_GRAPH_ID if default else term(name))
-        return found
-
-    ds.addN(
-        (term(q.subject), term(q.predicate), term(q.object), graph(q.graph_name))
-        for q in ox.parse(path=str(path), format=ox.RdfFormat.N_QUADS)
-    )
-
-
-def _rdflib(node: Any) -> Any:
+@lru_cache(maxsize=1 << 14)
+def to_rdflib(node: Any) -> Any:
+    """An Oxigraph term as rdflib's (remembered: entities and predicates repeat)."""
     if isinstance(node, ox.NamedNode):
         return URIRef(node.value)
     if isinstance(node, ox.BlankNode):
@@ -121,5 +50,176 @@ def _rdflib(node: Any) -> Any:
         if node.language:
             return Literal(node.value, lang=node.language)
         datatype = node.datatype.value
-        return Literal(node.value, datatype=None if datatype == str(XSD.string) else datatype)
+        return Literal(node.value, datatype=None if datatype == _XSD_STRING else datatype)
     raise ValueError(f"not an RDF term in a quad: {node!r}")  # the default graph has no name
+
+
+def to_ox(term: Any) -> Any:
+    """An rdflib term (or a graph, by its name) as Oxigraph's; ``None`` stays ``None``."""
+    if term is None:
+        return None
+    kind = type(term)
+    if kind is URIRef:  # most terms: the checks below in the order of how often they come
+        return _DEFAULT if str.__eq__(term, _DEFAULT_NAME) else ox.NamedNode(term)
+    if isinstance(term, Graph):
+        return to_ox(term.identifier)
+    if isinstance(term, Literal):
+        datatype = term.datatype
+        return ox.Literal(
+            term, language=term.language, datatype=ox.NamedNode(datatype) if datatype else None
+        )
+    if isinstance(term, BNode):
+        return ox.BlankNode(term)
+    if isinstance(term, URIRef):
+        return to_ox(URIRef(term))
+    raise ValueError(f"not an RDF term: {term!r}")
+
+
+class Context:
+    """A quad's graph as ``triples`` yields it: only its name (``identifier``), which is all
+    rdflib's ``Dataset.quads`` and our readers take of it. A ``Graph`` per quad cost more
+    than the read (a fact many memories state has a quad in each), and keeping one per name
+    was what rdflib's Memory spent megabytes on."""
+
+    __slots__ = ("identifier",)
+
+    def __init__(self, name: Any) -> None:
+        self.identifier = (
+            DATASET_DEFAULT_GRAPH_ID if isinstance(name, ox.DefaultGraph) else to_rdflib(name)
+        )
+
+    def __repr__(self) -> str:
+        return f"Context({self.identifier!s})"
+
+
+class OxMemory(Store):
+    """An rdflib ``Store`` over an in-memory ``pyoxigraph.Store`` (see the module docstring).
+    Not thread-safe: the owner serialises calls."""
+
+    context_aware = True
+    graph_aware = True
+    formula_aware = False
+    transaction_aware = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = ox.Store()
+        self._prefixes: dict[str, URIRef] = {}
+
+    # --- what the journal does with whole graphs, without rdflib's parser
+
+    def bulk_load(self, path: str) -> None:
+        """Add an N-Quads file's quads (the snapshot)."""
+        self.inner.bulk_load(path=path, format=ox.RdfFormat.N_QUADS)
+
+    def put_graph(self, name: URIRef, ntriples: str) -> None:
+        """Make the named graph hold exactly these N-Triples."""
+        graph = ox.NamedNode(name)
+        self.inner.remove_graph(graph)
+        if ntriples:
+            self.inner.load(input=ntriples, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+
+    def drop_graph(self, name: URIRef) -> None:
+        self.inner.remove_graph(ox.NamedNode(name))
+
+    def replace(self, fresh: ox.Store) -> None:
+        """Hold ``fresh`` from now on: the same quads (the caller's word), none of the space
+        the old store kept for what was removed from it."""
+        self.inner = fresh
+
+    # --- rdflib's Store
+
+    def add(self, triple: Any, context: Any, quoted: bool = False) -> None:
+        if quoted:
+            raise ValueError("the graph store holds no formulae")
+        s, p, o = triple
+        self.inner.add(ox.Quad(to_ox(s), to_ox(p), to_ox(o), to_ox(context)))
+        super().add(triple, context, quoted)
+
+    def addN(self, quads: Iterable[Any]) -> None:  # noqa: N802 (rdflib's name)
+        self.inner.extend([ox.Quad(*map(to_ox, quad)) for quad in quads])
+
+    def remove(self, triple_pattern: Any, context: Any = None) -> None:
+        graph = to_ox(context)
+        gone = list(self.inner.quads_for_pattern(*map(to_ox, triple_pattern), graph))
+        for quad in gone:
+            self.inner.remove(quad)
+        # A graph exists while it holds a quad (Oxigraph keeps an emptied one named).
+        for name in {quad.graph_name for quad in gone}:
+            if isinstance(name, ox.NamedNode) and not self._holds(name):
+                self.inner.remove_graph(name)
+
+    def _holds(self, name: Any) -> bool:
+        return next(iter(self.inner.quads_for_pattern(None, None, None, name)), None) is not None
+
+    def triples(self, triple_pattern: Any, context: Any = None) -> Iterator[Any]:
+        s, p, o = triple_pattern
+        if isinstance(s, Literal) or not isinstance(p, URIRef | None):
+            return  # a literal subject, a predicate that is no IRI: no quad has one
+        graph = None if context is None else to_ox(context)
+        quads = self.inner.quads_for_pattern(to_ox(s), to_ox(p), to_ox(o), graph)
+        if context is not None:
+            contexts = (Context(graph),)
+            for q in quads:
+                triple = (
+                    to_rdflib(q.subject) if s is None else s,
+                    to_rdflib(q.predicate) if p is None else p,
+                    to_rdflib(q.object) if o is None else o,
+                )
+                yield triple, iter(contexts)
+            return
+        if s is not None and p is not None and o is not None:  # one triple, in these graphs
+            names = [q.graph_name for q in quads]
+            if names:
+                yield (s, p, o), map(Context, names)
+            return
+        grouped: dict[tuple[Any, Any, Any], list[Any]] = {}
+        for q in quads:
+            grouped.setdefault((q.subject, q.predicate, q.object), []).append(q.graph_name)
+        for (qs, qp, qo), names in grouped.items():
+            triple = (
+                to_rdflib(qs) if s is None else s,
+                to_rdflib(qp) if p is None else p,
+                to_rdflib(qo) if o is None else o,
+            )
+            yield triple, map(Context, names)
+
+    def __len__(self, context: Any = None) -> int:
+        if context is None:
+            return len(self.inner)
+        return sum(1 for _ in self.inner.quads_for_pattern(None, None, None, to_ox(context)))
+
+    def contexts(self, triple: Any = None) -> Iterator[Graph]:
+        if triple is None:
+            # named_graphs() also lists a graph emptied by a partial remove: see remove().
+            names: Iterable[Any] = self.inner.named_graphs()
+        else:
+            quads = self.inner.quads_for_pattern(*map(to_ox, triple), None)
+            names = dict.fromkeys(q.graph_name for q in quads)
+        return (Graph(store=self, identifier=Context(n).identifier) for n in names)
+
+    def add_graph(self, graph: Graph) -> None:
+        return None  # a graph exists once it holds a quad (see the module docstring)
+
+    def remove_graph(self, graph: Graph) -> None:
+        name = to_ox(graph)
+        if isinstance(name, ox.DefaultGraph):
+            self.inner.clear_graph(name)
+        else:
+            self.inner.remove_graph(name)
+
+    def bind(self, prefix: str, namespace: Any, override: bool = True) -> None:
+        if override or prefix not in self._prefixes:
+            for known, iri in list(self._prefixes.items()):
+                if iri == namespace:
+                    del self._prefixes[known]
+            self._prefixes[prefix] = URIRef(namespace)
+
+    def namespace(self, prefix: str) -> URIRef | None:
+        return self._prefixes.get(prefix)
+
+    def prefix(self, namespace: Any) -> str | None:
+        return next((p for p, iri in self._prefixes.items() if iri == namespace), None)
+
+    def namespaces(self) -> Iterator[tuple[str, URIRef]]:
+        yield from list(self._prefixes.items())

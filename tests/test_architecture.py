@@ -54,13 +54,6 @@ THIRD_PARTY_PRIVATE = {
     "_request_raw": "the ollama client has no method for /api/version",
     "_client": "the ollama client's httpx client, for the host it resolved",
     "_lowlevel_server": "MCPServer has no public hook for client notifications (roots changed)",
-    # rdflib's Memory store has no public way to drop index entries of removed triples.
-    "_Memory__spo": "rdflib Memory's subject index, pruned of removed terms (rdf_memory.py)",
-    "_Memory__pos": "rdflib Memory's predicate index, pruned likewise",
-    "_Memory__osp": "rdflib Memory's object index, pruned likewise",
-    "_Memory__contextTriples": "rdflib Memory's triples per graph: does a graph hold any",
-    "_Memory__context_obj_map": "rdflib Memory's graph objects by name, pruned of empty graphs",
-    "_Memory__all_contexts": "rdflib Memory's registered graphs, pruned of empty graphs",
 }
 MAX_LINES = 500
 
