@@ -98,10 +98,11 @@ class GraphStore:
         self._reads = reads(self._ds, store is None if memo is None else memo)
 
     def _commit(self, entries: list[Any]) -> None:
+        before = self._reads.changing(entries)
         try:
             self._store.commit(entries)
         finally:
-            self._reads.changed(entries)
+            self._reads.changed(entries, before)
 
     # --- lifecycle -------------------------------------------------------------------------
 

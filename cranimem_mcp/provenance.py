@@ -99,6 +99,9 @@ class Provenance:
         # both times from each of their graphs on every validity read (two store reads per
         # source: 1,500 sources for a common fact at 10k memories).
         self._times: dict[str, tuple[datetime, datetime] | None] = {}
+        # The memoised facts by the nodes at their ends, so that a commit forgets only what
+        # is about the nodes its graphs hold (see changing()).
+        self._validity_at: dict[Any, list[Triple]] = defaultdict(list)
 
     def reset(self) -> None:
         """Forget everything, the ends index too (the dataset was opened anew)."""
@@ -106,10 +109,39 @@ class Provenance:
         self._ends = None
         self._times.clear()
 
-    def changed(self, entries: list[Any]) -> None:
-        """After a commit (or a failed one) of these entries: forget the memos, re-read the
-        ``ends`` graphs it named."""
-        self.forget()
+    def changing(self, entries: list[Any]) -> set[Any] | None:
+        """Before a commit of these entries: the nodes their graphs hold now (with memos),
+        for :meth:`changed`. Why: every write forgot every memo, so each recall after a write
+        read again the facts of the entities most memories mention (tens of thousands of
+        quads for the user's own node at 10k memories); what a memo holds about a node can
+        only change with a graph that holds the node (a fact's sources and end records, a
+        node's types and labels are all in such graphs)."""
+        if not self._memo:
+            return None
+        try:
+            return self._nodes_of(entry["graph"] for entry in entries)
+        except Exception:  # an entry of another shape: changed() forgets everything
+            return None
+
+    def _nodes_of(self, iris: Iterable[str]) -> set[Any]:
+        nodes: set[Any] = set()
+        for iri in iris:
+            for s, _p, o in self._ds.graph(URIRef(iri)).triples((None, None, None)):
+                nodes.add(s)
+                nodes.add(o)
+        return nodes
+
+    def changed(self, entries: list[Any], before: set[Any] | None = None) -> None:
+        """After a commit (or a failed one) of these entries: forget what the memos hold
+        about the nodes their graphs held ``before`` (from :meth:`changing`; everything
+        without it) and hold now, re-read the ``ends`` graphs it named."""
+        if before is None:
+            self.forget()
+        else:
+            try:
+                self._forget_nodes(before | self._nodes_of(e["graph"] for e in entries))
+            except Exception:  # an entry of another shape
+                self.forget()
         try:
             for entry in entries:
                 self._times.pop(entry["graph"], None)
@@ -207,9 +239,20 @@ class Provenance:
     def forget(self) -> None:
         """Drop what is remembered (the dataset changed)."""
         self._memo_validity.clear()
+        self._validity_at.clear()
         self._memo_mentions.clear()
         self._memo_labels.clear()
         self._memo_edges.clear()
+
+    def _forget_nodes(self, nodes: set[Any]) -> None:
+        """Drop what is remembered about these nodes: their relations, mentions, labels and
+        the validity of every fact with one of them at an end."""
+        for node in nodes:
+            self._memo_edges.pop(node, None)
+            self._memo_mentions.pop(node, None)
+            self._memo_labels.pop(node, None)
+            for triple in self._validity_at.pop(node, ()):
+                self._memo_validity.pop(triple, None)
 
     @staticmethod
     def active(ctx: object) -> bool:
@@ -262,7 +305,10 @@ class Provenance:
         if v is None:
             if len(self._memo_validity) >= _MEMO_MAX:
                 self._memo_validity.clear()
+                self._validity_at.clear()
             v = self._memo_validity[(s, p, o)] = self._read_validity(s, p, o)
+            self._validity_at[s].append((s, p, o))
+            self._validity_at[o].append((s, p, o))
         return v
 
     def _read_validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:

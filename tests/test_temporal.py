@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from cranimem_mcp.graph import GraphStore
+from cranimem_mcp.journal import JournaledDataset
+from cranimem_mcp.models import Entity, Extraction, Relation
+from cranimem_mcp.provenance import Provenance
 from cranimem_mcp.temporal import (
     Source,
     Validity,
@@ -264,6 +269,66 @@ async def test_graph_reads_remembered_for_recall_follow_every_change(open_engine
         back = await engine.recall(ask, paths=["graph"])
         assert triples(back.facts, current_only=True) == {("User", "lives_in", "Paris")}
         assert "Berlin" not in back.context
+
+
+def as_set(edges):
+    """Relations with their validity, in no order (the memo and a fresh read list them in
+    the store's order of two different reads)."""
+    return {(t, frozenset(v.sources), tuple(sorted(v.ends))) for t, v in edges}
+
+
+async def test_what_a_commit_keeps_remembered_reads_as_the_store_does(tmp_path):
+    """A commit forgets only the memos about the nodes its graphs hold (before and after).
+    Random links, supersessions, moves to the trash and back and hard forgets over shared
+    entities; after each, every memoised read (relations, validity, mentions, labels) of
+    every node equals a fresh read of the same dataset."""
+    rng = random.Random(7)
+    people, places = ["Ana", "Bo", "Chen"], ["Oslo", "Lima", "Pune", "Faro"]
+    journal = JournaledDataset(tmp_path / "graph")
+    graph = GraphStore(store=journal, memo=True)
+    await graph.open()
+    fresh = Provenance(journal.ds, memo=False)
+    memo = graph._reads
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    nodes = [
+        graph._triple("s", Relation(subject=a, predicate="knows", object=b))[i]
+        for a in people for b in places for i in (0, 2)
+    ]  # fmt: skip
+    live: list[str] = []
+    trashed: list[str] = []
+    for step in range(120):
+        when = start + timedelta(days=step)
+        op = rng.random()
+        if op < 0.45 or not live:
+            mid, who, where = f"m{step}", rng.choice(people), rng.choice(places)
+            rel = Relation(subject=who, predicate="lives in", object=where)
+            extraction = Extraction(
+                entities=[Entity(name=who, type="Person"), Entity(name=where, type="Location")],
+                relations=[rel, Relation(subject=who, predicate="visited", object=where)],
+            )
+            await graph.put("s", mid, extraction, when, when)
+            await graph.supersede("s", mid, [rel], when, {"lives_in"})
+            live.append(mid)
+        elif op < 0.65:
+            mid = live.pop(rng.randrange(len(live)))
+            await graph.deactivate("s", [mid])
+            trashed.append(mid)
+        elif op < 0.8 and trashed:
+            mid = trashed.pop(rng.randrange(len(trashed)))
+            await graph.activate("s", [mid])
+            live.append(mid)
+        else:
+            mid = live.pop(rng.randrange(len(live)))
+            await graph.retract("s", [mid], purge=True)
+        for node in nodes:  # read through the memos (kept for the next step), then compare
+            edges = memo.edges(node)
+            assert as_set(edges) == as_set(fresh.edges(node)), (step, node)
+            assert memo.mentions(node) == fresh.mentions(node), (step, node)
+            assert memo.label(node) == fresh.label(node), (step, node)
+            for triple, validity in edges:
+                assert as_set([(triple, fresh.validity(*triple))]) == as_set([(triple, validity)])
+    assert live and trashed  # every kind of step was taken
+    await graph.close()
 
 
 async def test_a_long_prune_moves_batches_and_lets_writes_in_between(open_engine, monkeypatch):
