@@ -31,6 +31,7 @@ from urllib.parse import unquote
 
 from rdflib import RDF, RDFS, BNode, Dataset, Graph, URIRef
 
+from .graph_delta import Delta, delta
 from .models import MAX_FACT_SOURCES, Fact
 from .temporal import Source, Validity
 from .vocabulary import (
@@ -86,7 +87,7 @@ class Provenance:
         self._memo_validity: dict[Triple, Validity] = {}
         self._memo_mentions: dict[URIRef, int] = {}
         self._memo_labels: dict[URIRef, str] = {}
-        self._memo_edges: dict[URIRef, list[tuple[Triple, Validity]]] = {}
+        self._memo_edges: dict[URIRef, list[Triple]] = {}  # relations an active graph holds
         # With memos: the end records of the active "ends" graphs, by the fact they end
         # (fact -> graph -> end times), built on first use and kept in step by changed()
         # for the graphs a commit names. Why: finding a fact's ends by scanning every record
@@ -99,9 +100,9 @@ class Provenance:
         # both times from each of their graphs on every validity read (two store reads per
         # source: 1,500 sources for a common fact at 10k memories).
         self._times: dict[str, tuple[datetime, datetime] | None] = {}
-        # The memoised facts by the nodes at their ends, so that a commit forgets only what
-        # is about the nodes its graphs hold (see changing()).
-        self._validity_at: dict[Any, list[Triple]] = defaultdict(list)
+        # With memos: relations whose holding a commit may have changed, by node, checked at
+        # the node's next edges() (see changed()).
+        self._recheck: dict[URIRef, set[Triple]] = {}
 
     def reset(self) -> None:
         """Forget everything, the ends index too (the dataset was opened anew)."""
@@ -109,37 +110,31 @@ class Provenance:
         self._ends = None
         self._times.clear()
 
-    def changing(self, entries: list[Any]) -> set[Any] | None:
-        """Before a commit of these entries: the nodes their graphs hold now (with memos),
-        for :meth:`changed`. Why: every write forgot every memo, so each recall after a write
+    def changing(self, entries: list[Any]) -> list[list[Triple]] | None:
+        """Before a commit of these entries: what their graphs hold now (with memos), for
+        :meth:`changed`. Why: every write forgot every memo, so each recall after a write
         read again the facts of the entities most memories mention (tens of thousands of
-        quads for the user's own node at 10k memories); what a memo holds about a node can
-        only change with a graph that holds the node (a fact's sources and end records, a
-        node's types and labels are all in such graphs)."""
+        quads for the user's own node at 10k memories)."""
         if not self._memo:
             return None
         try:
-            return self._nodes_of(entry["graph"] for entry in entries)
+            return [self._content(entry["graph"]) for entry in entries]
         except Exception:  # an entry of another shape: changed() forgets everything
             return None
 
-    def _nodes_of(self, iris: Iterable[str]) -> set[Any]:
-        nodes: set[Any] = set()
-        for iri in iris:
-            for s, _p, o in self._ds.graph(URIRef(iri)).triples((None, None, None)):
-                nodes.add(s)
-                nodes.add(o)
-        return nodes
+    def _content(self, iri: str) -> list[Triple]:
+        return list(self._ds.graph(URIRef(iri)).triples((None, None, None)))
 
-    def changed(self, entries: list[Any], before: set[Any] | None = None) -> None:
+    def changed(self, entries: list[Any], before: list[list[Triple]] | None = None) -> None:
         """After a commit (or a failed one) of these entries: forget what the memos hold
-        about the nodes their graphs held ``before`` (from :meth:`changing`; everything
-        without it) and hold now, re-read the ``ends`` graphs it named."""
+        that the graphs it named could change (:mod:`~cranimem_mcp.graph_delta`, from what
+        they held ``before``, from :meth:`changing`, and hold now; everything without it),
+        re-read the ``ends`` graphs it named."""
         if before is None:
             self.forget()
         else:
             try:
-                self._forget_nodes(before | self._nodes_of(e["graph"] for e in entries))
+                self._forget_delta(delta([*before, *(self._content(e["graph"]) for e in entries)]))
             except Exception:  # an entry of another shape
                 self.forget()
         try:
@@ -239,20 +234,24 @@ class Provenance:
     def forget(self) -> None:
         """Drop what is remembered (the dataset changed)."""
         self._memo_validity.clear()
-        self._validity_at.clear()
         self._memo_mentions.clear()
         self._memo_labels.clear()
         self._memo_edges.clear()
+        self._recheck.clear()
 
-    def _forget_nodes(self, nodes: set[Any]) -> None:
-        """Drop what is remembered about these nodes: their relations, mentions, labels and
-        the validity of every fact with one of them at an end."""
-        for node in nodes:
-            self._memo_edges.pop(node, None)
+    def _forget_delta(self, d: Delta) -> None:
+        """Drop the validity of every fact the delta names, the mentions and labels of its
+        nodes; mark its relations for a check at the nodes whose relations are remembered
+        (a hub's hundreds of relations are not read again for the one a write added)."""
+        for fact in d.facts:
+            self._memo_validity.pop(fact, None)
+        for node in d.typed:
             self._memo_mentions.pop(node, None)
+        for node in d.labelled:
             self._memo_labels.pop(node, None)
-            for triple in self._validity_at.pop(node, ()):
-                self._memo_validity.pop(triple, None)
+        for node, relations in d.relations_at().items():
+            if node in self._memo_edges:
+                self._recheck.setdefault(node, set()).update(relations)
 
     @staticmethod
     def active(ctx: object) -> bool:
@@ -260,21 +259,34 @@ class Provenance:
         return graph_kind(ctx) == "memory"
 
     def edges(self, node: URIRef) -> list[tuple[Triple, Validity]]:
-        """The relations (facts) at a node, in or out, with their validity; remembered until
-        the next commit (recalls walk from the same popular entities again and again)."""
-        found = self._memo_edges.get(node) if self._memo else None
+        """The relations (facts) at a node, in or out, with their validity. Which relations
+        an active graph holds is remembered (recalls walk from the same popular entities
+        again and again), what a commit may have changed checked again (changed())."""
+        if not self._memo:
+            return [(t, self.validity(*t)) for t in self._relations_at(node)]
+        found = self._memo_edges.get(node)
         if found is None:
-            found = [
-                (triple, self.validity(*triple))
-                for pattern in ((node, None, None), (None, None, node))
-                for triple in self._active_triples(pattern)
-                if is_relation(triple[1])
-            ]
-            if self._memo:
-                if len(self._memo_edges) >= _MEMO_EDGES_MAX:
-                    self._memo_edges.clear()
+            self._recheck.pop(node, None)
+            found = self._relations_at(node)
+            if len(self._memo_edges) >= _MEMO_EDGES_MAX:
+                self._memo_edges.clear()
+                self._recheck.clear()
+            self._memo_edges[node] = found
+        else:
+            recheck = self._recheck.pop(node, None)
+            if recheck:
+                found = [t for t in found if t not in recheck]
+                found += [t for t in recheck if next(iter(self._active_triples(t)), None)]
                 self._memo_edges[node] = found
-        return found
+        return [(t, self.validity(*t)) for t in found]
+
+    def _relations_at(self, node: URIRef) -> list[Triple]:
+        return [
+            triple
+            for pattern in ((node, None, None), (None, None, node))
+            for triple in self._active_triples(pattern)
+            if is_relation(triple[1])
+        ]
 
     def _active_triples(self, pattern: tuple[Any, Any, Any]) -> Iterable[Triple]:
         """Each triple matching ``pattern`` that an active memory graph holds, once.
@@ -305,10 +317,7 @@ class Provenance:
         if v is None:
             if len(self._memo_validity) >= _MEMO_MAX:
                 self._memo_validity.clear()
-                self._validity_at.clear()
             v = self._memo_validity[(s, p, o)] = self._read_validity(s, p, o)
-            self._validity_at[s].append((s, p, o))
-            self._validity_at[o].append((s, p, o))
         return v
 
     def _read_validity(self, s: URIRef, p: URIRef, o: URIRef) -> Validity:

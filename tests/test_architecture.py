@@ -21,7 +21,8 @@ LAYERS: dict[str, set[str]] = {
     # Stores, model runtimes and the text readers: each wraps one library or one model.
     "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion",
                  "episodic_search", "working_set", "records", "retention",
-                 "episodic", "graph_io", "provenance", "graph", "sparql", "sparql_client",
+                 "episodic", "graph_io", "graph_delta", "provenance", "graph", "sparql",
+                 "sparql_client",
                  "graph_rewrite", "state", "ownership", "lease", "onnx_graph", "embeddings",
                  "syntax", "llm",
                  "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",
@@ -41,7 +42,7 @@ ORDER = list(LAYERS)
 LAYER_OF = {m: layer for layer, mods in LAYERS.items() for m in mods}
 STORES = {"episodic", "graph", "graph_io", "provenance", "sparql", "sparql_client", "lance",
           "lance_table", "fusion", "working_set",
-          "journal", "rdf_memory"}  # fmt: skip
+          "journal", "rdf_memory", "graph_delta"}  # fmt: skip
 # Faces that reach past the service on purpose, and why.
 STORE_ACCESS = {
     "eval": "the benchmark fills a store directly at size N before it measures (bench.py)",
