@@ -11,7 +11,7 @@ through it). With ``--store N``: a store of N memories (filled once, in a proces
 own, copied for each run: rows with jittered MiniLM vectors, each linked into the graph by
 the heuristic extractor as consolidation does, half of them then trashed as the long-term
 bound would), then a server on it: recall and
-remember p50 through MCP, peak RSS and RSS, data on disk.
+remember p50 through MCP, then recalls each right after a write, peak RSS and RSS, data on disk.
 
     .venv/bin/python scripts/measure_startup.py [-n 5] [--call] [--writes 300] [--cli]
         [--owner] [--store 10000] [--repo DIR]
@@ -240,7 +240,8 @@ def fill_store(repo: str, home: str, n: int) -> None:
 
 
 def at_size(repo: str, filled: str, recalls: int, writes: int) -> dict[str, float]:
-    """A server on a copy of the filled store: recalls, then writes, through MCP."""
+    """A server on a copy of the filled store: recalls, then writes, then as many recalls
+    each right after a write (what an assistant does), through MCP."""
     from cranimem_mcp.eval.bench import synthetic_query, synthetic_text
 
     rng = random.Random(1)
@@ -257,6 +258,11 @@ def at_size(repo: str, filled: str, recalls: int, writes: int) -> dict[str, floa
         base = 10 + recalls
         remember = [server.timed(base + i, "remember", {"content": synthetic_text(rng, 10**6 + i)})
                     for i in range(writes)]  # fmt: skip
+        after_write = []
+        for i in range(writes):
+            n = base + writes + 2 * i
+            server.timed(n, "remember", {"content": synthetic_text(rng, 2 * 10**6 + i)})
+            after_write.append(server.timed(n + 1, "recall", {"query": synthetic_query(rng)}))
         peak, rss = memory_mib(server.proc.pid)
         server.close()
         disk = sum(f.stat().st_size for f in Path(home).rglob("*") if f.is_file()) / 1e6
@@ -264,6 +270,8 @@ def at_size(repo: str, filled: str, recalls: int, writes: int) -> dict[str, floa
             "recall_p95": sorted(recall)[int(len(recall) * 0.95)] * 1000,
             "recall_cpu": recall_cpu,
             "remember_p50": statistics.median(remember) * 1000,
+            "after_write_p50": statistics.median(after_write) * 1000,
+            "after_write_p95": sorted(after_write)[int(len(after_write) * 0.95)] * 1000,
             "peak": peak, "rss": rss, "disk": disk}  # fmt: skip
 
 
@@ -295,7 +303,8 @@ def main() -> None:
         r = at_size(args.repo, filled, 100, 50)
         print(f"store of {args.store} through MCP: recall p50 {r['recall_p50']:.1f} ms "
               f"(p95 {r['recall_p95']:.1f}, server CPU {r['recall_cpu']:.1f} ms a recall), "
-              f"remember p50 {r['remember_p50']:.1f} ms, "
+              f"remember p50 {r['remember_p50']:.1f} ms, recall right after a write p50 "
+              f"{r['after_write_p50']:.1f} ms (p95 {r['after_write_p95']:.1f}), "
               f"peak RSS {r['peak']:.0f} MiB, RSS {r['rss']:.0f} MiB, "
               f"disk {r['disk']:.1f} MB")  # fmt: skip
     if args.owner:
