@@ -184,6 +184,17 @@ class OxMemory(Store):
             )
             yield triple, map(Context, names)
 
+    def graph_names(self, triple_pattern: Any) -> Iterator[str]:
+        """The name of the graph of each quad that matches (over all graphs), as a string:
+        what a count of the graphs that state something needs, without a term or a context
+        per quad. The default graph's name is ``""``."""
+        s, p, o = triple_pattern
+        if isinstance(s, Literal) or not isinstance(p, URIRef | None):
+            return
+        for q in self.inner.quads_for_pattern(to_ox(s), to_ox(p), to_ox(o), None):
+            name = q.graph_name
+            yield "" if isinstance(name, ox.DefaultGraph) else name.value
+
     def __len__(self, context: Any = None) -> int:
         if context is None:
             return len(self.inner)
