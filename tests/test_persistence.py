@@ -210,6 +210,9 @@ def test_the_store_reads_as_rdflib_memory_did():
     assert [triple for triple, _ in listed] == [shared]
     assert {str(c.identifier) for c in listed[0][1]} == {f"urn:g:{i}" for i in range(50)}
     assert {str(c) for *_t, c in ds.quads((*shared, None))} == {f"urn:g:{i}" for i in range(50)}
+    names = list(ds.store.graph_names((URIRef("urn:e:oslo"), None, None)))  # a name per quad
+    assert sorted(names) == sorted(f"urn:g:{i}" for i in range(50))
+    assert list(ds.store.graph_names((None, RDFS.label, Literal("Person 7")))) == ["urn:g:7"]
     label = next(iter(ds.graph(URIRef("urn:g:7")).objects(URIRef("urn:e:p7"), RDFS.label)))
     assert label == Literal("Person 7") and label.datatype is None
     typed = Literal("2026-12-01T10:00:00+00:00", datatype=XSD.dateTime)
@@ -221,6 +224,7 @@ def test_the_store_reads_as_rdflib_memory_did():
     names = {str(c.identifier) for c in ds.contexts()}
     assert "urn:g:none" not in names and "urn:g:3" not in names and "urn:g:4" in names
     assert list(ds.store.triples((Literal("x"), None, None), context=None)) == []
+    assert list(ds.store.graph_names((Literal("x"), None, None))) == []
 
 
 async def test_a_fact_lists_its_most_recent_sources_and_counts_all(tmp_path):
