@@ -302,6 +302,10 @@ class Provenance:
                     seen.add((s, p, o))
                     yield (s, p, o)
             return
+        held = getattr(self._ds.store, "triples_held", None)  # OxMemory's: the same, faster
+        if held is not None:
+            yield from held(pattern, self.active)
+            return
         for triple, contexts in self._ds.store.triples(pattern, context=None):
             if any(self.active(c) for c in contexts):
                 yield triple

@@ -210,6 +210,10 @@ def test_the_store_reads_as_rdflib_memory_did():
     assert [triple for triple, _ in listed] == [shared]
     assert {str(c.identifier) for c in listed[0][1]} == {f"urn:g:{i}" for i in range(50)}
     assert {str(c) for *_t, c in ds.quads((*shared, None))} == {f"urn:g:{i}" for i in range(50)}
+    in_odd = list(ds.store.triples_held((None, RDFS.label, None), lambda g: int(g[6:]) % 2 == 1))
+    odd = [(URIRef(f"urn:e:p{i}"), RDFS.label, Literal(f"Person {i}")) for i in range(1, 50, 2)]
+    assert sorted(in_odd) == sorted([shared, *odd])  # shared once, though 25 graphs pass
+    assert list(ds.store.triples_held((None, RDFS.label, None), lambda g: False)) == []
     names = list(ds.store.graph_names((URIRef("urn:e:oslo"), None, None)))  # a name per quad
     assert sorted(names) == sorted(f"urn:g:{i}" for i in range(50))
     assert list(ds.store.graph_names((None, RDFS.label, Literal("Person 7")))) == ["urn:g:7"]
