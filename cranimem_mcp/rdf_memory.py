@@ -140,8 +140,11 @@ class OxMemory(Store):
         self.inner.extend([ox.Quad(*map(to_ox, quad)) for quad in quads])
 
     def remove(self, triple_pattern: Any, context: Any = None) -> None:
+        s, p, o = triple_pattern
+        if isinstance(s, Literal) or not isinstance(p, URIRef | None):
+            return  # no quad matches (see triples)
         graph = to_ox(context)
-        gone = list(self.inner.quads_for_pattern(*map(to_ox, triple_pattern), graph))
+        gone = list(self.inner.quads_for_pattern(to_ox(s), to_ox(p), to_ox(o), graph))
         for quad in gone:
             self.inner.remove(quad)
         # A graph exists while it holds a quad (Oxigraph keeps an emptied one named).
@@ -224,7 +227,7 @@ class OxMemory(Store):
 
     def contexts(self, triple: Any = None) -> Iterator[Graph]:
         if triple is None:
-            # named_graphs() also lists a graph emptied by a partial remove: see remove().
+            # Each holds a quad: remove() drops a graph it empties, add_graph() adds none.
             names: Iterable[Any] = self.inner.named_graphs()
         else:
             quads = self.inner.quads_for_pattern(*map(to_ox, triple), None)

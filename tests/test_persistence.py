@@ -229,6 +229,8 @@ def test_the_store_reads_as_rdflib_memory_did():
     assert "urn:g:none" not in names and "urn:g:3" not in names and "urn:g:4" in names
     assert list(ds.store.triples((Literal("x"), None, None), context=None)) == []
     assert list(ds.store.graph_names((Literal("x"), None, None))) == []
+    ds.graph(URIRef("urn:g:4")).remove((Literal("x"), None, None))  # matches nothing
+    assert len(ds.graph(URIRef("urn:g:4"))) == 2
 
 
 async def test_a_fact_lists_its_most_recent_sources_and_counts_all(tmp_path):
