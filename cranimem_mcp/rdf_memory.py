@@ -140,11 +140,7 @@ class OxMemory(Store):
         self.inner.extend([ox.Quad(*map(to_ox, quad)) for quad in quads])
 
     def remove(self, triple_pattern: Any, context: Any = None) -> None:
-        s, p, o = triple_pattern
-        if isinstance(s, Literal) or not isinstance(p, URIRef | None):
-            return  # no quad matches (see triples)
-        graph = to_ox(context)
-        gone = list(self.inner.quads_for_pattern(to_ox(s), to_ox(p), to_ox(o), graph))
+        gone = list(self._quads(triple_pattern, to_ox(context)))
         for quad in gone:
             self.inner.remove(quad)
         # A graph exists while it holds a quad (Oxigraph keeps an emptied one named).
@@ -152,15 +148,22 @@ class OxMemory(Store):
             if isinstance(name, ox.NamedNode) and not self._holds(name):
                 self.inner.remove_graph(name)
 
+    def _quads(self, triple_pattern: Any, graph: Any = None) -> Iterator[Any]:
+        """Oxigraph's quads that match an rdflib pattern (``graph``: Oxigraph's name, or
+        ``None`` for all). A literal subject or a predicate that is no IRI matches none
+        (Oxigraph would refuse the pattern)."""
+        s, p, o = triple_pattern
+        if isinstance(s, Literal) or not isinstance(p, URIRef | None):
+            return iter(())
+        return self.inner.quads_for_pattern(to_ox(s), to_ox(p), to_ox(o), graph)  # type: ignore[no-any-return]
+
     def _holds(self, name: Any) -> bool:
         return next(iter(self.inner.quads_for_pattern(None, None, None, name)), None) is not None
 
     def triples(self, triple_pattern: Any, context: Any = None) -> Iterator[Any]:
         s, p, o = triple_pattern
-        if isinstance(s, Literal) or not isinstance(p, URIRef | None):
-            return  # a literal subject, a predicate that is no IRI: no quad has one
         graph = None if context is None else to_ox(context)
-        quads = self.inner.quads_for_pattern(to_ox(s), to_ox(p), to_ox(o), graph)
+        quads = self._quads(triple_pattern, graph)
         if context is not None:
             contexts = (Context(graph),)
             for q in quads:
@@ -193,10 +196,8 @@ class OxMemory(Store):
         asks only that, at a third of its cost over an entity's thousands of copies (each
         quad's triple compared as Oxigraph's, no term or context built for it)."""
         s, p, o = triple_pattern
-        if isinstance(s, Literal) or not isinstance(p, URIRef | None):
-            return
         seen: set[Any] = set()
-        for q in self.inner.quads_for_pattern(to_ox(s), to_ox(p), to_ox(o), None):
+        for q in self._quads(triple_pattern):
             triple = q.triple
             if triple in seen:
                 continue
@@ -213,10 +214,7 @@ class OxMemory(Store):
         """The name of the graph of each quad that matches (over all graphs), as a string:
         what a count of the graphs that state something needs, without a term or a context
         per quad. The default graph's name is ``""``."""
-        s, p, o = triple_pattern
-        if isinstance(s, Literal) or not isinstance(p, URIRef | None):
-            return
-        for q in self.inner.quads_for_pattern(to_ox(s), to_ox(p), to_ox(o), None):
+        for q in self._quads(triple_pattern):
             name = q.graph_name
             yield "" if isinstance(name, ox.DefaultGraph) else name.value
 
@@ -230,8 +228,7 @@ class OxMemory(Store):
             # Each holds a quad: remove() drops a graph it empties, add_graph() adds none.
             names: Iterable[Any] = self.inner.named_graphs()
         else:
-            quads = self.inner.quads_for_pattern(*map(to_ox, triple), None)
-            names = dict.fromkeys(q.graph_name for q in quads)
+            names = dict.fromkeys(q.graph_name for q in self._quads(triple))
         return (Graph(store=self, identifier=Context(n).identifier) for n in names)
 
     def add_graph(self, graph: Graph) -> None:
