@@ -63,8 +63,9 @@ from .models import (
     Stats,
     Tier,
 )
+from .progress import Progress
 from .records import TIERS
-from .replay import ConsolidationPolicy, Consolidator, Progress
+from .replay import ConsolidationPolicy, Consolidator
 from .rerank import Rerank
 from .retention import VersionRetention
 from .retrieval import DualPathRecall, RecallPolicy
@@ -290,7 +291,7 @@ class MemoryEngine:
         progress: Progress | None = None,
     ) -> ConsolidationReport:
         """Replay every buffer item of ``scope`` (or of all scopes): promote or trash. Each step
-        done is told to ``progress`` (see :class:`.replay.Steps`), outside the scope locks."""
+        done is told to ``progress`` (see :class:`.progress.Steps`), outside the scope locks."""
         return await self._consolidator.run(scope, dry_run, trigger, progress)
 
     # --- recall ----------------------------------------------------------------------------

@@ -52,7 +52,13 @@ from .records import (
     scope_filter,
     to_arrow,
 )
-from .retention import VersionRetention, keep_since, maintenance_due, over_disk_ratio
+from .retention import (
+    VersionRetention,
+    commits_before,
+    keep_since,
+    maintenance_due,
+    over_disk_ratio,
+)
 from .transcript import turns_by_speaker
 from .working_set import FIELDS, LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 
@@ -121,6 +127,7 @@ class EpisodicStore(HybridSearch):
             self._db = connect(self._path, self._storage_options, self._shared)
             self._table = open_table(self._db, TABLE, self._schema)
             self._rows = self._table.count_rows()
+            self._commits = commits_before(self._table, self._retention)
             self._version = self._table.version
         except StoreError:
             raise

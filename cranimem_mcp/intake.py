@@ -101,6 +101,19 @@ class Intake:
         tags: list[str] | None = None,
         pin: bool = False,
     ) -> RememberResult:
+        result = await self._remember(content, scope, goal, source, tags, pin)
+        await self.consolidator.maintain_inline()  # outside the scope lock, as a run takes it
+        return result
+
+    async def _remember(
+        self,
+        content: str,
+        scope: str,
+        goal: str | None,
+        source: str | None,
+        tags: list[str] | None,
+        pin: bool,
+    ) -> RememberResult:
         content = check_text("content", content, MAX_CONTENT)
         scope = check_scope(scope)
         goal = check_text("goal", goal, MAX_GOAL) if goal is not None else None

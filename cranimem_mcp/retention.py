@@ -51,6 +51,14 @@ def maintenance_due(commits: int, rows: int) -> bool:
     return commits >= due
 
 
+def commits_before(table: Any, retention: VersionRetention) -> int:
+    """The commits an opened table holds since its last maintenance, as its versions tell:
+    a maintenance leaves at most ``retention.count`` of them, so those past that are later
+    commits (an undercount by at most ``count`` if it left fewer). Why: a process counts
+    its own commits only, so a directory written by one-shot commands never came due."""
+    return max(0, len(table.list_versions()) - retention.count)
+
+
 def keep_since(table: Any, retention: VersionRetention) -> timedelta:
     """The age past which versions go: the retention's seconds, or less if more than
     ``count`` versions are younger. LanceDB stamps versions in local time without a

@@ -31,7 +31,7 @@ LAYERS: dict[str, set[str]] = {
     # The paper's stages as logic over stores handed in: gate, buffer, replay, recall.
     "pipeline": {"gating", "retrieval", "rerank", "speakers", "exact", "inspection", "coordination",
                  "intake",
-                 "replay", "pruning", "forgetting", "consistency", "portability"},
+                 "progress", "replay", "pruning", "forgetting", "consistency", "portability"},
     # The composition of the pipeline, and what reads configuration to choose its parts.
     "engine": {"config", "engine", "providers", "preload", "doctor"},
     # What users and clients touch: they call the memory service.

@@ -73,6 +73,31 @@ async def test_maintenance_waits_until_enough_has_changed(tmp_path):
     assert not store.maintenance_due()  # counted again from zero
 
 
+async def test_commits_left_by_earlier_processes_count_towards_maintenance(tmp_path):
+    # A one-shot command commits a write or two and exits: counting only its own commits,
+    # no process ever came due, and the directory was never compacted.
+    for start in range(0, 40, 4):  # ten short-lived "processes", four writes each
+        store = EpisodicStore(tmp_path / "t", 8)
+        await store.open()
+        for i in range(start, start + 4):
+            await store.add([row(i)])
+    reopened = EpisodicStore(tmp_path / "t", 8)
+    await reopened.open()
+    assert reopened.maintenance_due()
+    assert await reopened.maintain(force=False)
+    assert await reopened.count() == 40
+
+
+async def test_an_engine_without_background_work_maintains_its_table_on_the_write(open_engine):
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        for i in range(60):
+            await engine.remember(f"I keep note number {i} about the garden shed.", goal=LIFE)
+        versions = len(engine.episodic._table.list_versions())
+        assert await engine.episodic.count() == 60
+    # 60 writes made over 60 versions; maintenance keeps 20 and those made since it ran
+    assert versions <= 20 + 20 + 4, versions
+
+
 @pytest.mark.slow  # over ~5 s
 async def test_the_supersession_index_answers_as_the_full_scan(open_engine, tmp_path):
     home = tmp_path / "data"
