@@ -33,7 +33,7 @@ from . import consolidation, linkage
 from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
 from .embeddings import EmbeddingCache
 from .episodic import EpisodicStore
-from .errors import BackendUnavailable, LeaseHeld, LeaseLost, ModelOutputError
+from .errors import BackendUnavailable, LeaseHeld, LeaseLost, ModelOutputError, StoreError
 from .extraction import HeuristicExtractor
 from .graph import GraphStore
 from .heuristics import HeuristicTagger
@@ -133,6 +133,8 @@ class Consolidator:
                 await self.episodic.maintain(force=False)
         except (LeaseHeld, LeaseLost) as exc:  # the holder's own runs maintain the table
             logger.info("table maintenance left to the lease's holder: %s", exc)
+        except StoreError as exc:  # the write is committed: tell it stored, retry next write
+            logger.warning("table maintenance failed, retried on a later write: %s", exc)
 
     async def schedule(self) -> None:
         """Idle-timer consolidation: a scope with new writes is consolidated once it has

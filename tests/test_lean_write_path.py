@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from cranimem_mcp.episodic import EpisodicStore
+from cranimem_mcp.errors import StoreError
 from cranimem_mcp.graph import GraphStore
 from cranimem_mcp.models import Memory
 from cranimem_mcp.retention import VersionRetention
@@ -96,6 +97,19 @@ async def test_an_engine_without_background_work_maintains_its_table_on_the_writ
         assert await engine.episodic.count() == 60
     # 60 writes made over 60 versions; maintenance keeps 20 and those made since it ran
     assert versions <= 20 + 20 + 4, versions
+
+
+async def test_a_failed_inline_maintenance_does_not_fail_the_committed_write(open_engine):
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+
+        async def broken(force: bool = True) -> bool:
+            raise StoreError("the disk said no")
+
+        engine.episodic.maintain = broken
+        engine.episodic.maintenance_due = lambda: True
+        result = await engine.remember("I keep the spare key under the blue pot.", goal=LIFE)
+        assert result.status == "stored"
+        assert [m.id for m in await engine.episodic.get([result.id])] == [result.id]
 
 
 @pytest.mark.slow  # over ~5 s
