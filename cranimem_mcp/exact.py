@@ -16,9 +16,8 @@ query means (cosine within :data:`MARGIN` of the best candidate's score) go firs
 own order, ahead of every other candidate.
 
 Invariant: the rule only reorders; a promoted memory's score is lifted by the least amount
-that puts it above every other candidate (so the context block, which orders lines by score,
-shows it first too), and a query without exact tokens is ranked as before, with no extra
-search.
+that puts it above every other candidate (a recall across scopes merges them by score), and a
+query without exact tokens is ranked as before, with no extra search.
 """
 
 from __future__ import annotations

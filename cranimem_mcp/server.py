@@ -285,9 +285,11 @@ def build_server(
         """Look up what is remembered about a topic before answering. Returns `context`, a
         compact block ready to read (each line labelled [recent], [memory] or [fact] with id
         and score; never longer than max_chars), plus the same `items` and graph `facts` as
-        structured data. Multi-hop questions work: facts are linked across memories.
-        Facts are current by default; a changed fact may follow as "previously, until
-        <date>". Pass `as_of` (ISO 8601) to ask what held at a past time.
+        structured data. Memories come best first by the recall's ranking (a memory's score
+        is its match to the query alone, so scores need not fall down the list). Multi-hop
+        questions work: facts are linked across memories. Facts are current by default; a
+        changed fact may follow as "previously, until <date>". Pass `as_of` (ISO 8601) to
+        ask what held at a past time.
         Memory is kept per scope (by default this workspace's); pass `all_scopes=true` only
         when the question is about the user in general ("what do I know about them
         anywhere"): it searches every scope and each item names its scope.

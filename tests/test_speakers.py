@@ -120,3 +120,48 @@ async def test_a_question_about_a_speaker_finds_what_they_said_first(open_engine
             assert first == CONVERSATION[1]
         else:
             assert first != CONVERSATION[1]
+
+
+async def test_a_recall_lists_its_memories_in_the_order_it_ranked_them(open_engine):
+    """Ann's own answer ranks first (as at k=1 above); Bob's turns beside it join the
+    ranking after it though their cosine to the query is higher ("relax" is in each): the
+    items and the context block list them in the ranking's order, not by score."""
+    async with connected(open_engine, gating=KEEP_ALL) as (client, _e):
+        for text in CONVERSATION:
+            result = await client.call_tool("remember", {"content": text, "scope": "chat"})
+            assert not result.is_error, result.content
+        result = await client.call_tool(
+            "recall", {"query": "How does Ann relax?", "scope": "chat", "k": 6}
+        )
+        assert not result.is_error, result.content
+        items = result.structured_content["items"]
+        assert items[0]["content"] == CONVERSATION[1]
+        assert {it["content"] for it in items[1:]} >= {CONVERSATION[0], CONVERSATION[2]}
+        assert max(it["score"] for it in items[1:]) > items[0]["score"]
+        context = result.structured_content["context"]
+        lines = [ln for ln in context.splitlines() if ln.startswith("[") and "[fact" not in ln]
+        assert [ln.split()[1] for ln in lines] == [it["id"] for it in items]
+
+
+def test_the_context_block_keeps_the_ranking_facts_after_it_outdated_memories_last():
+    from cranimem_mcp.models import Fact, RecallItem
+    from cranimem_mcp.retrieval import render
+
+    def item(n: int, score: float, superseded: bool = False) -> RecallItem:
+        return RecallItem(
+            id=f"m{n}", path="recent", content=f"memory {n}", score=score, created_at=WHEN,
+            tier="buffer", superseded=superseded,
+        )  # fmt: skip
+
+    def fact(obj: str, score: float) -> Fact:
+        return Fact(subject="Ann", predicate="likes", object=obj, support=1, sources=[],
+                    score=score)  # fmt: skip
+
+    items = [item(1, 0.2), item(2, 0.6, superseded=True), item(3, 0.5), item(4, 0.4)]
+    context, kept, facts = render(items, [fact("tea", 0.3), fact("jazz", 0.7)], 4000)
+    order = [ln.split()[1] for ln in context.splitlines() if ln.startswith("[recent")]
+    assert order == ["m1", "m3", "m4", "m2"]
+    assert [it.id for it in kept] == ["m1", "m3", "m4", "m2"]
+    assert [f.object for f in facts] == ["jazz", "tea"]
+    assert context.index("jazz") < context.index("tea") < context.index("memory 2")
+    assert context.index("memory 4") < context.index("jazz")

@@ -252,6 +252,8 @@ async def run_conversation(
             ranks = metrics.evidence_ranks(recalled.contents, wanted)
             row["ranks"][str(k)] = ranks
             row[f"recall@{k}"] = metrics.recall_at_k(ranks, k)
+        if len(ks) > 1:  # what the first lines of the longest recall hold
+            row[metrics.head_key(ks)] = metrics.recall_at_k(row["ranks"][str(max(ks))], min(ks))
         rows.append(row)
         step()
     return rows
@@ -274,6 +276,8 @@ def summarise(
         out["categories"][str(cat)] = block
     for k in ks:
         out["overall"][f"recall@{k}"] = metrics.mean(r[f"recall@{k}"] for r in rows)
+    if len(ks) > 1:
+        out["overall"][metrics.head_key(ks)] = metrics.mean(r[metrics.head_key(ks)] for r in rows)
     for name, series in timings.items():
         out[f"{name}_p50"] = metrics.percentile(series, 50)
         out[f"{name}_p95"] = metrics.percentile(series, 95)

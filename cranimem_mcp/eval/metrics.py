@@ -143,6 +143,12 @@ def evidence_ranks(found: Sequence[str], wanted: Sequence[str]) -> list[int | No
     return [next((i for i, f in enumerate(found, 1) if w in f), None) for w in wanted]
 
 
+def head_key(ks: Sequence[int]) -> str:
+    """The key of R@min(ks) counted in the recall of max(ks): a recall of 10 should begin
+    with what a recall of 5 returns."""
+    return f"recall@{min(ks)}_of_{max(ks)}"
+
+
 def recall_at_k(ranks: Sequence[int | None], k: int) -> float | None:
     """Share of the evidence found within the top ``k``; None when there is no evidence."""
     if not ranks:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from . import metrics
+
 COLUMNS = (
     ("supporting_fact_recall", "SF recall", "{:.3f}"),
     ("answer_recall", "answer recall", "{:.3f}"),
@@ -117,7 +119,10 @@ def locomo_table(results: dict[str, Any]) -> str:
     cats = first["categories"] if first else {}
     at = " / ".join(f"R@{k}" for k in ks)
     head = ["system"] + [f"{c['name']} ({c['questions']}) {at}" for c in cats.values()]
-    head += [f"all ({first['questions'] if first else 0}) {at}", "recall p50 / p95 ms",
+    within = metrics.head_key(ks)
+    head += [f"all ({first['questions'] if first else 0}) {at}"]
+    head += [f"all R@{min(ks)} of a recall of {max(ks)}"] if len(ks) > 1 else []
+    head += ["recall p50 / p95 ms",
              "wall p50 / p95 ms", "writes stored / merged / rejected", "seconds"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
 
@@ -127,6 +132,7 @@ def locomo_table(results: dict[str, Any]) -> str:
     for name, s in results["systems"].items():
         w = s["writes"]
         cells = [name] + [pair(c) for c in s["categories"].values()] + [pair(s["overall"])]
+        cells += [_cell(s["overall"].get(within), "{:.3f}")] if len(ks) > 1 else []
         cells += [
             " / ".join(_cell(s[f"recall_took_ms_{p}"], "{:.1f}") for p in ("p50", "p95")),
             " / ".join(_cell(s[f"recall_wall_ms_{p}"], "{:.1f}") for p in ("p50", "p95")),
