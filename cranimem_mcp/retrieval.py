@@ -20,6 +20,7 @@ with ``<``/``>`` escaped, so recalled data cannot pose as the server's own words
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import time
@@ -89,11 +90,9 @@ def _lines(items: list[RecallItem], facts: list[Fact]) -> list[_Line]:
     # closest to the question ("mint tea" is nearer to "drink" than "matcha"); read top
     # down, the current memory or fact must come first (temporal benchmark: current-fact
     # accuracy 0.93 with outdated memories among the others, docs/RESULTS.md).
-    # Why the items keep their order: it is the recall's ranking (the fused relevance, the
-    # speakers' turns first, exact tokens first), which the score shown (the cosine, lifted)
-    # does not follow. Sorted by that score, the first five of a recall of 8 held 0.569 of
-    # LoCoMo-dev's evidence; in the ranking's order 0.619 (docs/RESULTS.md). Both sorts are
-    # stable: facts by score, then the groups.
+    # Why the items keep their order: it is the recall's ranking, which the score shown does
+    # not follow (by score, the first five of a recall of 8 held 0.569 of LoCoMo-dev's
+    # evidence, in this order 0.619: docs/RESULTS.md). Stable sorts: facts by score, groups.
     lines.sort(key=lambda ln: -ln.score if isinstance(ln.ref, Fact) else 0.0)
     lines.sort(key=lambda ln: _group(ln.ref))
     return lines
@@ -210,6 +209,20 @@ async def episodic_path(
         )
         for memory, score in ranked
     ]
+
+
+def merged(rankings: list[list[RecallItem]], k: int) -> list[RecallItem]:
+    """The best ``k`` of several scopes' rankings, each kept in its own order: the next is
+    the best-scoring of the scopes' next items."""
+    heads = [(-ranking[0].score, n, 0) for n, ranking in enumerate(rankings) if ranking]
+    heapq.heapify(heads)
+    out: list[RecallItem] = []
+    while heads and len(out) < k:
+        _score, n, i = heapq.heappop(heads)
+        out.append(rankings[n][i])
+        if i + 1 < len(rankings[n]):
+            heapq.heappush(heads, (-rankings[n][i + 1].score, n, i + 1))
+    return out
 
 
 def _current_first(facts: list[Fact]) -> None:
@@ -380,7 +393,7 @@ class DualPathRecall:
         scopes = [scope]
         if all_scopes:
             scopes = sorted({s for s, _t in await self.episodic.census()}) or [scope]
-        items: list[Any] = []
+        rankings: list[list[RecallItem]] = []  # each scope's, in its own order
         facts: list[Any] = []
         trashed: list[str] = []
         tiers = (LIVE if "episodic" in paths else ()) + (TRASH if "trash" in paths else ())
@@ -404,15 +417,15 @@ class DualPathRecall:
                     await self._mark_outdated(s, found, when or now())
                 for it in found:
                     it.scope = s
-                items += found
+                rankings.append(found)
                 if "graph" in paths:
                     seeds = [it.content for it in found[:3]]
                     facts += await graph_path(
                         self.graph, self.cached, s, query, qvec, seeds, r.hops, r.max_facts,
                         as_of=when, half_life_days=r.half_life_days,
                     )  # fmt: skip
+        items = merged(rankings, k)
         if len(scopes) > 1:  # one budget across scopes: the best overall
-            items = sorted(items, key=lambda it: -it.score)[:k]
             facts = sorted(facts, key=lambda f: -f.score)[: r.max_facts]
         context, items, facts = render(items, facts, max_chars, r.min_score)
         for s in scopes:

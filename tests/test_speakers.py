@@ -165,3 +165,24 @@ def test_the_context_block_keeps_the_ranking_facts_after_it_outdated_memories_la
     assert [f.object for f in facts] == ["jazz", "tea"]
     assert context.index("jazz") < context.index("tea") < context.index("memory 2")
     assert context.index("memory 4") < context.index("jazz")
+
+
+async def test_a_recall_across_scopes_keeps_each_scopes_ranking(open_engine):
+    """The ranking of the test above, with another scope in the recall: the scopes merge by
+    score, but Ann's answer still comes before Bob's turns beside it."""
+    async with connected(open_engine, gating=KEEP_ALL) as (client, _e):
+        for text in CONVERSATION:
+            result = await client.call_tool("remember", {"content": text, "scope": "chat"})
+            assert not result.is_error, result.content
+        other = "I relax with yoga and a long walk on Sundays."
+        result = await client.call_tool("remember", {"content": other, "scope": "notes"})
+        assert not result.is_error, result.content
+        result = await client.call_tool(
+            "recall", {"query": "How does Ann relax?", "k": 6, "all_scopes": True}
+        )
+        assert not result.is_error, result.content
+        items = result.structured_content["items"]
+        assert {it["scope"] for it in items} == {"chat", "notes"}
+        chat = [it for it in items if it["scope"] == "chat"]
+        assert chat[0]["content"] == CONVERSATION[1]
+        assert max(it["score"] for it in chat[1:]) > chat[0]["score"]
