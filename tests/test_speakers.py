@@ -10,6 +10,8 @@ import pytest
 from conftest import connected
 
 from cranimem_mcp import speakers
+from cranimem_mcp.models import Fact, RecallItem
+from cranimem_mcp.retrieval import render
 from cranimem_mcp.transcript import speaker
 from cranimem_mcp.working_set import Entry, ScopeSet
 
@@ -144,9 +146,6 @@ async def test_a_recall_lists_its_memories_in_the_order_it_ranked_them(open_engi
 
 
 def test_the_context_block_keeps_the_ranking_facts_after_it_outdated_memories_last():
-    from cranimem_mcp.models import Fact, RecallItem
-    from cranimem_mcp.retrieval import render
-
     def item(n: int, score: float, superseded: bool = False) -> RecallItem:
         return RecallItem(
             id=f"m{n}", path="recent", content=f"memory {n}", score=score, created_at=WHEN,
