@@ -124,14 +124,18 @@ async def test_a_question_about_a_speaker_finds_what_they_said_first(open_engine
             assert first != CONVERSATION[1]
 
 
+async def _write_conversation(client) -> None:
+    for text in CONVERSATION:
+        result = await client.call_tool("remember", {"content": text, "scope": "chat"})
+        assert not result.is_error, result.content
+
+
 async def test_a_recall_lists_its_memories_in_the_order_it_ranked_them(open_engine):
     """Ann's own answer ranks first (as at k=1 above); Bob's turns beside it join the
     ranking after it though their cosine to the query is higher ("relax" is in each): the
     items and the context block list them in the ranking's order, not by score."""
     async with connected(open_engine, gating=KEEP_ALL) as (client, _e):
-        for text in CONVERSATION:
-            result = await client.call_tool("remember", {"content": text, "scope": "chat"})
-            assert not result.is_error, result.content
+        await _write_conversation(client)
         result = await client.call_tool(
             "recall", {"query": "How does Ann relax?", "scope": "chat", "k": 6}
         )
@@ -170,9 +174,7 @@ async def test_a_recall_across_scopes_keeps_each_scopes_ranking(open_engine):
     """The ranking of the test above, with another scope in the recall: the scopes merge by
     score, but Ann's answer still comes before Bob's turns beside it."""
     async with connected(open_engine, gating=KEEP_ALL) as (client, _e):
-        for text in CONVERSATION:
-            result = await client.call_tool("remember", {"content": text, "scope": "chat"})
-            assert not result.is_error, result.content
+        await _write_conversation(client)
         other = "I relax with yoga and a long walk on Sundays."
         result = await client.call_tool("remember", {"content": other, "scope": "notes"})
         assert not result.is_error, result.content
