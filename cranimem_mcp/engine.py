@@ -70,6 +70,7 @@ from .rerank import Rerank
 from .retention import VersionRetention
 from .retrieval import DualPathRecall, RecallPolicy
 from .state import EngineState
+from .threads import Thread
 from .validation import (
     check_ids,
     check_scope,
@@ -134,6 +135,7 @@ class MemoryEngine:
             c.lease, g.store, g.query_endpoint, g.update_endpoint, c.lease_seconds,
             self._background.start_soon,
         )  # fmt: skip
+        self._thread = Thread(self.episodic, self.embedder)
         self._consolidator = Consolidator(
             episodic=self.episodic,
             graph=self.graph,
@@ -158,6 +160,7 @@ class MemoryEngine:
             locks=self._locks,
             keeper=self._keeper,
             consolidator=self._consolidator,
+            thread=self._thread,
         )
         r = settings.retrieval
         self._recall = DualPathRecall(

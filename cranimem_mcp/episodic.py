@@ -428,6 +428,17 @@ class EpisodicStore(HybridSearch):
         found.sort(key=lambda e: (e.created_at, e.turn or 0))
         return found
 
+    async def live_entry(self, scope: str, memory_id: str) -> Entry | None:
+        """The working-set fields of one live memory of ``scope``, or None if it is not one
+        (forgotten, trashed, or of another scope)."""
+        mirrored = await self._mirrored(scope, LIVE)
+        if mirrored is not None:
+            found = mirrored.entry(memory_id)
+        else:
+            got = await self.get([memory_id])
+            found = Entry.of(got[0]) if got and got[0].scope == scope else None
+        return found if found is not None and found.tier in LIVE else None
+
     async def speakers(self, scope: str, min_turns: int = 1) -> dict[str, frozenset[str]]:
         """Each speaker of ``min_turns`` or more of the scope's live memories (a transcript
         turn's name, :func:`~cranimem_mcp.transcript.speaker`) and the ids of their turns:
@@ -439,6 +450,13 @@ class EpisodicStore(HybridSearch):
         rows = await self.live_rows(scope, LIVE)
         found = turns_by_speaker((e.id, e.content) for e in rows)
         return {n: frozenset(ids) for n, ids in found.items() if len(ids) >= min_turns}
+
+    async def turns_of(self, scope: str, name: str) -> int:
+        """How many of the scope's live memories are turns of speaker ``name``."""
+        mirrored = await self._mirrored(scope, LIVE)
+        if mirrored is not None:
+            return mirrored.turns_of(name)
+        return len((await self.speakers(scope)).get(name, ()))
 
     async def find_hash(self, scope: str, content_hash: str) -> Memory | None:
         """The live memory of ``scope`` with this exact content, whole (vector included)."""

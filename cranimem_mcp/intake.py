@@ -38,6 +38,7 @@ from .models import (
 )
 from .replay import Consolidator
 from .temporal import observed_at
+from .threads import Thread
 from .validation import check_scope, check_text, content_hash, new_id, now
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class Intake:
         locks: ScopeLocks,
         keeper: StateKeeper,
         consolidator: Consolidator,
+        thread: Thread,
     ) -> None:
         self.policy = policy
         self.embedder = embedder
@@ -85,6 +87,7 @@ class Intake:
         self.locks = locks
         self.keeper = keeper
         self.consolidator = consolidator
+        self.thread = thread
 
     def goal_of(self, scope: str) -> str:
         return self.keeper.state.goals.get(scope, self.policy.default_goal)
@@ -150,13 +153,15 @@ class Intake:
                 prepared = await self._prepare(content, scope, goal, pin, found)
                 if isinstance(prepared, RememberResult):
                     return prepared
-            vector, rel, decision, tagging = prepared
+            own, rel, decision, tagging = prepared
+            stamp = now()
+            # A transcript turn is embedded with the turn it follows (the gate judged its own).
+            vector, follows = await self.thread.vector(scope, content, own, stamp)
             utility = tagging.utility
             quick = linkage.quick(content)  # one parse per text, kept for consolidation
             entities = [e.name for e in quick.entities]
             turn = self.keeper.state.turns.get(scope, 0) + 1
             self.keeper.state.turns[scope] = turn
-            stamp = now()
             observed = observed_at(content) or stamp
             memory_id = new_id()
             memory = Memory(
@@ -182,6 +187,7 @@ class Intake:
                 gate_reason=decision.reason,
                 tier_changed_at=stamp,
                 pinned=pin,
+                follows=follows,
             )
             if not await self.episodic.insert(memory):
                 # Another replica stored this text since the check above (a shared table):
@@ -190,6 +196,7 @@ class Intake:
                 if existing is None:
                     raise StoreError(f"a write to {scope} was neither stored nor a repeat")
                 return await self._merge(existing, scope, tags, capacity, pin, found)
+            self.thread.wrote(scope, content, stamp, memory_id)
             self.keeper.save_soon()
             # A new object for a single-valued relation ends the old fact now, so the agent
             # can confirm the change with the user (and recall stops offering the old one).
@@ -267,6 +274,7 @@ class Intake:
             pin=pin,
         )
         if not decision.keep:
+            self.thread.wrote(scope, content, now(), None)  # the next turn may answer it
             self.keeper.state.rejected[scope] = self.keeper.state.rejected.get(scope, 0) + 1
             self.keeper.save_soon()
             logger.info("rejected write to %s relevance=%.3f", scope, rel)
@@ -331,6 +339,7 @@ class Intake:
             u = Utility.of(1.0, memory.surprise, memory.emotion)
             memory = replace(memory, pinned=True, importance=u.importance, base_utility=u.base)
         await self.episodic.upsert([memory])
+        self.thread.wrote(scope, memory.content, now(), memory.id)
         size = await self.episodic.count(scope, ("buffer",))
         self.consolidator.note_write(scope)
         return RememberResult(

@@ -415,6 +415,7 @@ class Memory:
     prev_tier: str | None = None
     tier_changed_at: datetime | None = None
     pinned: bool | None = False
+    follows: str | None = None  # the turn whose text shaped the vector (:mod:`.threads`)
 
     @property
     def happened_at(self) -> datetime:

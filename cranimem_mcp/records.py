@@ -69,6 +69,7 @@ def schema(dim: int) -> pa.Schema:
             pa.field("prev_tier", pa.string()),
             pa.field("tier_changed_at", ts),
             pa.field("pinned", pa.bool_()),
+            pa.field("follows", pa.string()),
             # Not a record field: derived from one at the edge (see live_key).
             pa.field(LIVE_KEY, pa.string(), nullable=False, metadata=PRIMARY_KEY),
         ]

@@ -1,14 +1,20 @@
-"""A transcript turn: a memory written ``[<when>] <Speaker>: <text>``, and who speaks in it.
+"""A transcript turn: a memory written ``[<when>] <Speaker>: <text>``, who speaks in it, and
+the turn it follows.
 
 What :mod:`.speakers` and :mod:`.rerank` ask of a memory's text, and what the working set
 keeps an index of (speaker -> the scope's live turns), so that a recall does not read every
-memory of the scope to learn who its speakers are.
+memory of the scope to learn who its speakers are. A turn often means something only after
+the turn before it (the answer to a question): :mod:`.threads` embeds it with that turn, by
+the rules here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from .temporal import observed_at
 
 # A transcript line's speaker: one to three capitalised words before a colon, at the start
 # or after a bracketed stamp ("[1:56 pm on 8 May, 2023] Caroline: ...").
@@ -33,3 +39,44 @@ def turns_by_speaker(memories: Iterable[tuple[str, str]]) -> dict[str, set[str]]
         if name is not None:
             out.setdefault(name, set()).add(memory_id)
     return out
+
+
+# --- the turn a turn follows -----------------------------------------------------------------
+
+# A bracketed stamp opening a turn ("[1:56 pm on 8 May, 2023] "): what dates the session.
+_STAMP = re.compile(r"^\s*\[([^\]\n]{1,80})\]\s*")
+# Two turns this close (by their stamps' dates, or when written, for unstamped turns) are
+# one conversation: LoCoMo's sessions are days apart, and its turns share the session's stamp.
+SESSION_GAP = timedelta(hours=1)
+
+
+def stamp(content: str) -> datetime | None:
+    """The date of the stamp a turn opens with ("[1:56 pm on 8 May, 2023] Caroline: ..."), or
+    None when it has none (or not one that names a date)."""
+    m = _STAMP.match(content)
+    return observed_at(m.group(1)) if m else None
+
+
+def body(content: str) -> str:
+    """A turn without its stamp: the speaker and what they said."""
+    return _STAMP.sub("", content, count=1)
+
+
+def follows(previous: str, written: datetime, content: str, now: datetime) -> bool:
+    """Whether ``content`` goes on the conversation of ``previous`` (a memory's text, written
+    at ``written``): both are transcript turns, of the same session (stamps of the same
+    date and hour, or, unstamped, ``content`` written within :data:`SESSION_GAP` of it)."""
+    if speaker(previous) is None or speaker(content) is None:
+        return False
+    before, after = stamp(previous), stamp(content)
+    if before is not None and after is not None:
+        return abs(after - before) <= SESSION_GAP
+    if before is None and after is None:
+        return abs(now - written) <= SESSION_GAP
+    return False
+
+
+def in_context(previous: str, content: str) -> str:
+    """What a turn means in its conversation: the turn it follows (whole), then it (without
+    its stamp). "Researching adoption agencies" answers "What are your plans for the summer?"."""
+    return f"{previous}\n{body(content)}"
