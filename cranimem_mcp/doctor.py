@@ -21,12 +21,13 @@ import os
 import shutil
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import anyio
 
+from . import threads
 from .config import Settings
 from .embeddings import Embedder
 from .episodic import EpisodicStore
@@ -266,11 +267,11 @@ async def reembed(settings: Settings, target: Embedder) -> tuple[str, str, int]:
     rows = await old.rows(where=None)
     fresh = EpisodicStore(tmp_dir, target.dim)
     await fresh.open()
-    for start in range(0, len(rows), 64):
-        batch = rows[start : start + 64]
-        vectors = await target.embed([m.content for m in batch])
+    # A turn is embedded with the one it follows, as the write path did (:mod:`.threads`).
+    vectors = await threads.embed_all(target, rows)
+    for start in range(0, len(rows), 1000):
         await fresh.add(
-            [replace(m, vector=v.tolist()) for m, v in zip(batch, vectors, strict=True)]
+            threads.reembedded(rows[start : start + 1000], vectors[start : start + 1000], rows)
         )
     # Swap, then record: a crash before the record leaves the old embedder recorded and the
     # old table in episodic.before-reembed; rerunning reembed starts over.

@@ -148,6 +148,7 @@ class MemoryEngine:
             cached=self._cached,
             recalls=self._recalls,
             lease=self._lease,
+            thread=self._thread,
         )
         self._intake = Intake(
             policy=_intake_policy(settings, self._functional),
@@ -327,8 +328,9 @@ class MemoryEngine:
         dry_run: bool = False,
     ) -> ForgetResult:
         return await forgetting.forget(
-            self.episodic, self.graph, self._locks, ids, entity, scope, all_in_scope, hard, dry_run
-        )
+            self.episodic, self.graph, self._locks, self._thread, ids, entity, scope,
+            all_in_scope, hard, dry_run,
+        )  # fmt: skip
 
     async def restore(self, ids: list[str], scope: str = "default") -> RestoreResult:
         """Bring trashed memories back: forgotten ones to the tier they were in, replay-pruned

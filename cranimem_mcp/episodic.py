@@ -171,8 +171,7 @@ class EpisodicStore(HybridSearch):
                 self._version = version
 
     async def _mirrored(self, scope: str | None, tiers: Iterable[str] | None) -> ScopeSet | None:
-        """The working set of ``scope`` when it can answer for ``tiers``, loaded from the
-        table on first use."""
+        """The working set of ``scope`` if it can answer for ``tiers`` (loaded on first use)."""
         if scope is None or tiers is None or not set(tiers) <= set(MIRRORED):
             return None
         await self._follow_table()
@@ -307,8 +306,7 @@ class EpisodicStore(HybridSearch):
         await self._write(run)
 
     def maintenance_due(self) -> bool:
-        """Whether enough has changed since the last :meth:`maintain` to pay for one
-        (:func:`.retention.maintenance_due`)."""
+        """Whether enough changed since the last :meth:`maintain` to pay for one (retention)."""
         return maintenance_due(self._commits, self._rows)
 
     async def maintain(self, force: bool = True) -> bool:
@@ -429,10 +427,8 @@ class EpisodicStore(HybridSearch):
         return found
 
     async def live_entry(self, scope: str, memory_id: str) -> Entry | None:
-        """The working-set fields of one live memory of ``scope``, or None if it is not one
-        (forgotten, trashed, or of another scope)."""
-        mirrored = await self._mirrored(scope, LIVE)
-        if mirrored is not None:
+        """One live memory of ``scope`` (working-set fields), or None if it is not one."""
+        if (mirrored := await self._mirrored(scope, LIVE)) is not None:
             found = mirrored.entry(memory_id)
         else:
             got = await self.get([memory_id])
@@ -450,13 +446,6 @@ class EpisodicStore(HybridSearch):
         rows = await self.live_rows(scope, LIVE)
         found = turns_by_speaker((e.id, e.content) for e in rows)
         return {n: frozenset(ids) for n, ids in found.items() if len(ids) >= min_turns}
-
-    async def turns_of(self, scope: str, name: str) -> int:
-        """How many of the scope's live memories are turns of speaker ``name``."""
-        mirrored = await self._mirrored(scope, LIVE)
-        if mirrored is not None:
-            return mirrored.turns_of(name)
-        return len((await self.speakers(scope)).get(name, ()))
 
     async def find_hash(self, scope: str, content_hash: str) -> Memory | None:
         """The live memory of ``scope`` with this exact content, whole (vector included)."""
@@ -492,8 +481,7 @@ class EpisodicStore(HybridSearch):
     async def nearest(
         self, scope: str, vector: np.ndarray, tiers: Iterable[str], limit: int
     ) -> list[Hit]:
-        """Vector search by cosine, best first. Answered from the working set when the
-        scope is mirrored."""
+        """Vector search by cosine, best first (from the working set if the scope is mirrored)."""
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:

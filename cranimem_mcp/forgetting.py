@@ -17,6 +17,7 @@ from .graph import GraphStore
 from .models import MAX_ENTITY, ForgetResult, Memory, RestoreResult
 from .naming import canonical_name
 from .replay import Consolidator
+from .threads import Thread
 from .validation import check_ids, check_scope, check_text, now
 
 logger = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ async def forget(
     episodic: EpisodicStore,
     graph: GraphStore,
     locks: ScopeLocks,
+    thread: Thread,
     ids: list[str] | None = None,
     entity: str | None = None,
     scope: str = "default",
@@ -63,7 +65,11 @@ async def forget(
                 dry_run=dry_run,
             )
         chosen_ids = [r.id for r in chosen_rows]
+        thread.forgot(scope)
         if hard:
+            # No vector keeps a deleted text's meaning: the turns that follow one are
+            # embedded by themselves first (a crash in between leaves both, not half).
+            await thread.unthread(scope, chosen_ids)
             await graph.retract(scope, chosen_ids, purge=True)
             await episodic.delete(chosen_ids)
             await episodic.purge_history()

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import threads
 from .errors import ConfigError, InvalidInput
 from .models import MEMORY_FIELDS, Memory
 
@@ -103,12 +103,9 @@ async def import_into(engine: Any, src: Path) -> dict[str, int]:
             "the export was embedded by %s; re-embedding %d memories with %s",
             known.get("id"), len(rows), engine.embedder.id,
         )  # fmt: skip
-        embedded = []
-        for start in range(0, len(rows), 64):
-            batch = rows[start : start + 64]
-            vectors = await engine.embedder.embed([m.content for m in batch])
-            embedded += [replace(m, vector=v.tolist()) for m, v in zip(batch, vectors, strict=True)]
-        rows = embedded
+        # A turn is embedded with the one it follows, as the write path did (:mod:`.threads`).
+        vectors = await threads.embed_all(engine.embedder, rows)
+        rows = threads.reembedded(rows, vectors, rows)
     for start in range(0, len(rows), 1000):
         await engine.episodic.add(rows[start : start + 1000])
     graph = src / GRAPH

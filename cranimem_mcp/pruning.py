@@ -17,6 +17,7 @@ from .graph import GraphStore
 from .models import ConsolidationReport, Decision
 from .records import Standing
 from .temporal import decay
+from .threads import Thread
 from .validation import now
 
 PRUNE_BATCH = 250  # memories moved to the trash per hold of the scope's lock
@@ -95,15 +96,18 @@ async def prune_longterm(
 
 
 async def purge_expired_trash(
-    episodic: EpisodicStore, graph: GraphStore, locks: ScopeLocks, scopes: list[str], days: float
-) -> int:
-    """Delete trashed memories older than ``days``, with their graphs and old versions."""
+    episodic: EpisodicStore, graph: GraphStore, locks: ScopeLocks, thread: Thread,
+    scopes: list[str], days: float,
+) -> int:  # fmt: skip
+    """Delete trashed memories older than ``days``, with their graphs and old versions (the
+    turns that follow one are embedded by themselves first, :mod:`.threads`)."""
     cutoff = now() - timedelta(days=days)
     purged = 0
     for scope in scopes:
         async with locks.scope(scope):
             old = await episodic.trashed_before(scope, cutoff)
             if old:
+                await thread.unthread(scope, old)
                 await graph.retract(scope, old, purge=True)
                 await episodic.delete(old)
                 purged += len(old)

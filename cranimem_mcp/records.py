@@ -159,6 +159,11 @@ def ids_filter(ids: Sequence[str]) -> str:
     return "id IN (" + ", ".join(lit(i, MEMORY_ID_RE) for i in ids) + ")"
 
 
+def follows_filter(ids: Sequence[str]) -> str:
+    """The memories whose vector was made with one of ``ids`` (:mod:`.threads`)."""
+    return "follows IN (" + ", ".join(lit(i, MEMORY_ID_RE) for i in ids) + ")"
+
+
 def hash_filter(content_hash: str) -> str:
     return f"content_hash = {lit(content_hash, _HEX_RE)}"
 

@@ -44,6 +44,7 @@ from .naming import canonical_name
 from .progress import Progress, Steps
 from .pruning import prune_longterm, purge_expired_trash
 from .retrieval import fact_text
+from .threads import Thread
 from .validation import check_scope, now
 
 logger = logging.getLogger(__name__)
@@ -90,8 +91,9 @@ class Consolidator:
         cached: EmbeddingCache,
         recalls: RecallCounts,
         lease: Lease,
+        thread: Thread,
     ) -> None:
-        self.episodic, self.graph = episodic, graph
+        self.episodic, self.graph, self.thread = episodic, graph, thread
         self.lease = lease
         self.tagger, self.extractor = tagger, extractor
         self.policy = policy
@@ -203,8 +205,7 @@ class Consolidator:
         trigger: str,
         report: ConsolidationReport | None = None,
     ) -> list[Decision]:
-        """Decide and apply replay for ``rows`` (buffer items of ``scope``). The caller holds
-        the scope lock."""
+        """Decide and apply replay for ``rows`` (buffer items of ``scope``), under its lock."""
         decisions = await self._decide(scope, rows, all_rows)
         promoted = [r for r, d in zip(rows, decisions, strict=True) if d.decision == "promote"]
         # Why: this runs inside remember, under the scope lock; an LLM call here would hold
@@ -327,8 +328,9 @@ class Consolidator:
                     f"pruned {report.pruned - pruned} long-term memories past the bound"
                 )
                 await self.lease.check(server=True)
+                days = self.policy.trash_retention_days
                 report.purged += await purge_expired_trash(
-                    self.episodic, self.graph, self.locks, scopes, self.policy.trash_retention_days
+                    self.episodic, self.graph, self.locks, self.thread, scopes, days
                 )
                 # In proportion to what changed (EpisodicStore.maintenance_due), not every run.
                 await self.episodic.maintain(force=trigger == "on_demand")

@@ -27,7 +27,7 @@ text. ``reembed`` and an import with another embedder embed the stored pairs aga
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -37,6 +37,7 @@ from . import transcript
 from .embeddings import Embedder
 from .episodic import EpisodicStore
 from .models import Memory
+from .records import follows_filter, scope_filter
 
 logger = logging.getLogger(__name__)
 
@@ -76,9 +77,10 @@ class Thread:
         last = self._last.get(scope)
         if last is None or not await self._speaking(scope, content, last.content):
             return own, None
-        if last.memory_id is not None and await self.episodic.live_entry(
-            scope, last.memory_id
-        ) is None:
+        if (
+            last.memory_id is not None
+            and await self.episodic.live_entry(scope, last.memory_id) is None
+        ):
             return own, None  # forgotten since
         if not transcript.follows(last.content, last.at, content, now):
             return own, None
@@ -89,11 +91,10 @@ class Thread:
         """Whether each of ``contents`` is a turn of a speaker of the scope: a name that heads
         :data:`MIN_TURNS` of its live memories. A store of paragraphs written ``Title: text``
         (HotpotQA's) has a "speaker" per paragraph, heading one memory each: no thread."""
-        for content in contents:
-            name = transcript.speaker(content)
-            if name is None or await self.episodic.turns_of(scope, name) < MIN_TURNS:
-                return False
-        return True
+        names = [transcript.speaker(content) for content in contents]
+        if None in names:
+            return False
+        return set(names) <= (await self.episodic.speakers(scope, MIN_TURNS)).keys()
 
     def wrote(self, scope: str, content: str, at: datetime, memory_id: str | None) -> None:
         """A write to ``scope`` passed the secrets guard (``content`` as guarded) and was
@@ -105,14 +106,16 @@ class Thread:
         """Something of ``scope`` was forgotten: the next turn follows nothing held here."""
         self._last.pop(scope, None)
 
-    async def unthread(self, rows: Iterable[Memory], gone: set[str]) -> int:
-        """Embed by itself every memory among ``rows`` that follows one of ``gone`` (ids
-        deleted for good) and is not gone itself; the number embedded again. Called under
-        the scope's lock, before the delete."""
-        ids = [r.id for r in rows if r.follows in gone and r.id not in gone]
-        if not ids:
+    async def unthread(self, scope: str, gone: Sequence[str]) -> int:
+        """Embed by itself every memory of ``scope`` that follows one of ``gone`` (ids about
+        to be deleted for good) and is not gone itself; the number embedded again. Called
+        under the scope's lock, before the delete."""
+        leaving = set(gone)
+        where = f"{scope_filter(scope)} AND {follows_filter(sorted(leaving))}"
+        whole = [m for m in await self.episodic.rows(where=where, vectors=True)
+                 if m.id not in leaving]  # fmt: skip
+        if not whole:
             return 0
-        whole = await self.episodic.get(ids, vectors=True)
         vectors = await self.embedder.embed([m.content for m in whole])
         await self.episodic.upsert(
             [replace(m, vector=v, follows=None) for m, v in zip(whole, vectors, strict=True)]
@@ -137,3 +140,15 @@ async def embed_all(embedder: Embedder, memories: Sequence[Memory]) -> list[np.n
         for (i, _), context in zip(batch, await embedder.embed(texts), strict=True):
             out[i] = blend(out[i], context)
     return out
+
+
+def reembedded(
+    batch: Sequence[Memory], vectors: Sequence[np.ndarray], everything: Sequence[Memory]
+) -> list[Memory]:
+    """``batch`` with ``vectors`` (from :func:`embed_all` over ``everything``), each
+    ``follows`` cleared where the memory it names is not among ``everything``."""
+    known = {m.id for m in everything}
+    return [
+        replace(m, vector=np.asarray(v).tolist(), follows=m.follows if m.follows in known else None)
+        for m, v in zip(batch, vectors, strict=True)
+    ]

@@ -180,10 +180,6 @@ class ScopeSet:
         (:func:`~cranimem_mcp.transcript.speaker`) and the ids of their turns."""
         return {n: frozenset(ids) for n, ids in self._speakers.items() if len(ids) >= min_turns}
 
-    def turns_of(self, name: str) -> int:
-        """How many live memories of the scope ``name`` speaks in."""
-        return len(self._speakers.get(name, ()))
-
     def similarity(self, memory_id: str, vector: np.ndarray) -> float:
         return float(self._vectors[self._slot[memory_id]] @ vector)
 
