@@ -5,7 +5,7 @@ agencies - it's been a dream to have a family" answers "What are your plans for 
 summer?", and "They were scared but we reassured them" answers "How did the kids handle the
 accident?". Embedded alone, neither matches the question later asked about it. So when a
 write is a turn of one of the scope's speakers (:func:`~cranimem_mcp.transcript.speaker`, a
-name heading :data:`MIN_TURNS` of its memories) that goes on the conversation of the write
+name that heads other memories of the scope too) that goes on the conversation of the write
 just before it in the scope (:func:`~cranimem_mcp.transcript.follows`),
 its vector is the normalised sum of its own text's vector and the vector of the two turns
 together (:func:`~cranimem_mcp.transcript.in_context`); the gate and the tags still judge its
@@ -42,7 +42,6 @@ from .records import follows_filter, scope_filter
 logger = logging.getLogger(__name__)
 
 BATCH = 64
-MIN_TURNS = 2  # a name heading this many memories of a scope is one of its speakers
 UNKEPT = "-"  # ``follows`` of a turn embedded with a write the gate did not keep
 
 
@@ -75,7 +74,7 @@ class Thread:
         """The vector to store for ``content`` (its own vector ``own``) and the id of the
         memory it follows, or ``own`` and None. Called under the scope's lock."""
         last = self._last.get(scope)
-        if last is None or not await self._speaking(scope, content, last.content):
+        if last is None or not await self._speaking(scope, content, last):
             return own, None
         if (
             last.memory_id is not None
@@ -87,14 +86,16 @@ class Thread:
         (context,) = await self.embedder.embed([transcript.in_context(last.content, content)])
         return blend(own, context), last.memory_id or UNKEPT
 
-    async def _speaking(self, scope: str, *contents: str) -> bool:
-        """Whether each of ``contents`` is a turn of a speaker of the scope: a name that heads
-        :data:`MIN_TURNS` of its live memories. A store of paragraphs written ``Title: text``
-        (HotpotQA's) has a "speaker" per paragraph, heading one memory each: no thread."""
-        names = [transcript.speaker(content) for content in contents]
+    async def _speaking(self, scope: str, content: str, last: _Write) -> bool:
+        """Whether ``content`` and the write before it are turns of speakers of the scope:
+        names that head other live memories of it too. A store of paragraphs written
+        ``Title: text`` (HotpotQA's) has a "speaker" per paragraph, heading one memory each:
+        no thread."""
+        names = {transcript.speaker(content), transcript.speaker(last.content)}
         if None in names:
             return False
-        return set(names) <= (await self.episodic.speakers(scope, MIN_TURNS)).keys()
+        said = await self.episodic.speakers(scope)
+        return all(said.get(name, frozenset()) - {last.memory_id} for name in names)
 
     def wrote(self, scope: str, content: str, at: datetime, memory_id: str | None) -> None:
         """A write to ``scope`` passed the secrets guard (``content`` as guarded) and was

@@ -1,0 +1,177 @@
+"""A conversation's thread: a transcript turn is embedded with the write before it, so an
+answer is found by the question it answers. Real stores, the real MiniLM, through a real MCP
+client where the behaviour is the user's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from conftest import connected, make_settings
+
+from cranimem_mcp import threads, transcript
+from cranimem_mcp.doctor import reembed
+from cranimem_mcp.engine import MemoryEngine
+
+pytestmark = pytest.mark.anyio
+
+KEEP_ALL = {"tau_noise": -1.0, "default_gate": False}
+STAMP = "[1:56 pm on 8 May, 2023]"
+LATER = "[7:10 pm on 9 June, 2023]"
+CHAT = [
+    f"{STAMP} Ann: Hi Bob! Long time no see, how have you been?",
+    f"{STAMP} Bob: Hey Ann! Work has been busy, I finally finished the bridge project.",
+    f"{STAMP} Ann: What are your plans for the summer?",
+    f"{STAMP} Bob: Researching adoption agencies, it's been a dream of mine to have a family.",
+    f"{STAMP} Ann: My sister adopted a dog last winter, he is adorable.",
+    f"{STAMP} Bob: The heat in the city is far too much for me, I hate July.",
+    f"{STAMP} Ann: I plan to repaint the kitchen this weekend.",
+]
+ANSWER = CHAT[3]
+QUESTION = "What are Bob's plans for the summer?"
+
+
+def test_a_turn_follows_the_write_before_it_in_the_same_session():
+    now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+    assert transcript.follows(CHAT[2], now, CHAT[3], now)
+    # Another session (its stamp a month later), a text that is not a turn, a stamp on one
+    # side only: no thread.
+    assert not transcript.follows(CHAT[2], now, f"{LATER} Bob: Adoption agencies.", now)
+    assert not transcript.follows("The user is allergic to peanuts.", now, CHAT[3], now)
+    assert not transcript.follows(CHAT[2], now, "The user is allergic to peanuts.", now)
+    assert not transcript.follows("Ann: What are your plans?", now, CHAT[3], now)
+    # Unstamped turns go by when they were written.
+    assert transcript.follows("Ann: Plans?", now - timedelta(minutes=5), "Bob: Adoption.", now)
+    assert not transcript.follows("Ann: Plans?", now - timedelta(hours=2), "Bob: Adoption.", now)
+    assert transcript.in_context(CHAT[2], CHAT[3]) == (
+        f"{CHAT[2]}\nBob: Researching adoption agencies, it's been a dream of mine to have a "
+        "family."
+    )
+
+
+async def test_an_answer_is_recalled_by_the_question_it_answers(open_engine):
+    async with connected(open_engine, gating=KEEP_ALL) as (client, _engine):
+        for text in CHAT:
+            result = await client.call_tool("remember", {"content": text, "scope": "chat"})
+            assert result.structured_content["status"] == "stored"
+        result = await client.call_tool("recall", {"query": QUESTION, "scope": "chat", "k": 5})
+        found = [item["content"] for item in result.structured_content["items"]]
+        # Embedded alone, the answer shares no word and little meaning with the question:
+        # it is not among the five; with the question it answers, it is among the first two.
+        assert ANSWER in found[:2], found
+
+
+async def _own(engine: MemoryEngine, text: str) -> np.ndarray:
+    return (await engine.embedder.embed([text]))[0]
+
+
+async def _stored(engine: MemoryEngine, memory_id: str):
+    (memory,) = await engine.episodic.get([memory_id], vectors=True)
+    return memory
+
+
+async def test_a_turn_after_a_rejected_question_carries_it_and_nothing_else_does(open_engine):
+    async with open_engine() as engine:  # the default gate
+        # Each speaker with a turn kept first: a name is a speaker when it heads memories.
+        opening = [f"{STAMP} Ann: I started pottery classes last month, I love them.", CHAT[1]]
+        ids = [(await engine.remember(text, scope="chat")).id for text in opening]
+        assert None not in ids
+        asked = await engine.remember(CHAT[2], scope="chat")
+        assert asked.status == "rejected"  # a question alone is not worth keeping
+        answer = await engine.remember(ANSWER, scope="chat")
+        fact = await engine.remember("The user is allergic to peanuts.", scope="chat")
+        memory = await _stored(engine, str(answer.id))
+        assert memory.follows == threads.UNKEPT
+        context = await _own(engine, transcript.in_context(CHAT[2], ANSWER))
+        want = threads.blend(await _own(engine, ANSWER), context)
+        assert np.allclose(memory.vector, want, atol=1e-6)
+        question = await _own(engine, QUESTION)
+        assert float(np.dot(memory.vector, question)) > float(
+            np.dot(await _own(engine, ANSWER), question)
+        )
+        # Bob's first turn: he was no speaker of the scope yet. A fact after a turn.
+        assert (await _stored(engine, str(ids[1]))).follows is None
+        plain = await _stored(engine, str(fact.id))
+        assert plain.follows is None
+        assert np.allclose(plain.vector, await _own(engine, plain.content), atol=1e-6)
+        # A turn after a kept one names it.
+        # A forget in the scope drops the rejected write held for the next turn.
+        assert (await engine.remember(CHAT[2], scope="chat")).status == "rejected"
+        await engine.forget(ids=[str(fact.id)], scope="chat", hard=True)
+        late = await engine.remember(f"{STAMP} Bob: Maybe a trip to Rome in August.", scope="chat")
+        assert late.status == "stored"
+        assert (await _stored(engine, str(late.id))).follows is None
+        reply = await engine.remember(CHAT[4], scope="chat")
+        assert reply.status == "stored"
+        assert (await _stored(engine, str(reply.id))).follows == late.id
+        again = await engine.remember(CHAT[5], scope="chat")
+        assert (await _stored(engine, str(again.id))).follows == reply.id
+
+
+async def test_a_hard_forget_embeds_the_turn_that_followed_by_itself(open_engine):
+    async with open_engine(gating=KEEP_ALL) as engine:
+        ids = [str((await engine.remember(text, scope="chat")).id) for text in CHAT]
+        assert (await _stored(engine, ids[3])).follows == ids[2]
+        await engine.forget(ids=[ids[2]], scope="chat")  # to the trash: restorable
+        assert (await _stored(engine, ids[3])).follows == ids[2]
+        await engine.forget(ids=[ids[2]], scope="chat", hard=True)
+        memory = await _stored(engine, ids[3])
+        assert memory.follows is None
+        assert np.allclose(memory.vector, await _own(engine, ANSWER), atol=1e-6)
+        # A memory gone by another way (another process's forget, the trash's purge): the
+        # next turn does not follow it either.
+        first = await engine.remember(f"{STAMP} Ann: Blue, I think, or a pale green.", scope="chat")
+        second = await engine.remember(f"{STAMP} Bob: Green sounds lovely!", scope="chat")
+        assert (await _stored(engine, str(second.id))).follows == first.id
+        await engine.episodic.delete([str(second.id)])
+        gone = await engine.remember(f"{STAMP} Ann: Green it is, then.", scope="chat")
+        assert (await _stored(engine, str(gone.id))).follows is None
+        # Nothing held in memory brings the forgotten text back into the next turn.
+        await engine.forget(ids=[str(gone.id)], scope="chat", hard=True)
+        after = await engine.remember(f"{STAMP} Bob: Good luck with the kitchen!", scope="chat")
+        assert (await _stored(engine, str(after.id))).follows is None
+
+
+async def test_the_trash_purge_embeds_the_turn_that_followed_by_itself(open_engine):
+    async with open_engine(gating=KEEP_ALL, consolidation={"trash_retention_days": 0.0}) as engine:
+        ids = [
+            str((await engine.remember(text, scope="chat", pin=text == ANSWER)).id) for text in CHAT
+        ]
+        assert (await _stored(engine, ids[3])).follows == ids[2]
+        await engine.forget(ids=[ids[2]], scope="chat")
+        report = await engine.consolidate(scope="chat")
+        assert report.purged >= 1
+        assert await engine.episodic.get([ids[2]]) == []
+        memory = await _stored(engine, ids[3])
+        assert memory.tier == "longterm"
+        assert memory.follows is None
+        assert np.allclose(memory.vector, await _own(engine, ANSWER), atol=1e-6)
+
+
+class _Renamed:
+    """The same MiniLM under another id: what ``reembed`` needs to have work to do."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.id, self.dim = "test:minilm-again", inner.dim
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return await self.inner.embed(texts)
+
+
+async def test_reembed_embeds_each_turn_with_the_one_it_follows(tmp_path, minilm):
+    settings = make_settings(tmp_path / "data", gating=KEEP_ALL)
+    async with MemoryEngine(settings, embedder=minilm, background=False) as engine:
+        ids = [str((await engine.remember(text, scope="chat")).id) for text in CHAT]
+        before = {i: np.asarray((await _stored(engine, i)).vector) for i in ids}
+    assert await reembed(settings, _Renamed(minilm)) == (
+        "local:all-MiniLM-L6-v2",
+        "test:minilm-again",
+        len(CHAT),
+    )
+    async with MemoryEngine(settings, embedder=_Renamed(minilm), background=False) as engine:
+        for i in ids:
+            memory = await _stored(engine, i)
+            assert np.allclose(memory.vector, before[i], atol=1e-5), memory.content
+        assert (await _stored(engine, ids[3])).follows == ids[2]
