@@ -135,7 +135,7 @@ class MemoryEngine:
             c.lease, g.store, g.query_endpoint, g.update_endpoint, c.lease_seconds,
             self._background.start_soon,
         )  # fmt: skip
-        self._thread = Thread(self.episodic, self.embedder)
+        self._thread = Thread(self.episodic, self.embedder, settings.episodic.thread_turns)
         self._consolidator = Consolidator(
             episodic=self.episodic,
             graph=self.graph,

@@ -68,7 +68,7 @@ async def forget(
         thread.forgot(scope)
         if hard:
             # No vector keeps a deleted text's meaning: the turns that follow one are
-            # embedded by themselves first (a crash in between leaves both, not half).
+            # embedded by themselves first (a crash before the delete leaves only that).
             await thread.unthread(scope, chosen_ids)
             await graph.retract(scope, chosen_ids, purge=True)
             await episodic.delete(chosen_ids)

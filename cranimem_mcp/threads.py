@@ -63,9 +63,10 @@ class Thread:
     """The last write of each scope (in this process), and the vectors of the turns that
     follow it."""
 
-    def __init__(self, episodic: EpisodicStore, embedder: Embedder) -> None:
+    def __init__(self, episodic: EpisodicStore, embedder: Embedder, on: bool = True) -> None:
         self.episodic = episodic
         self.embedder = embedder
+        self.on = on  # ``episodic.thread_turns``: off, every vector is its own text's
         self._last: dict[str, _Write] = {}
 
     async def vector(
@@ -74,7 +75,7 @@ class Thread:
         """The vector to store for ``content`` (its own vector ``own``) and the id of the
         memory it follows, or ``own`` and None. Called under the scope's lock."""
         last = self._last.get(scope)
-        if last is None or not await self._speaking(scope, content, last):
+        if not self.on or last is None or not await self._speaking(scope, content, last):
             return own, None
         if (
             last.memory_id is not None

@@ -62,6 +62,14 @@ async def test_an_answer_is_recalled_by_the_question_it_answers(open_engine):
         assert ANSWER in found[:2], found
 
 
+async def test_with_thread_turns_off_every_vector_is_its_own_texts(open_engine):
+    async with open_engine(gating=KEEP_ALL, episodic={"thread_turns": False}) as engine:
+        ids = [str((await engine.remember(text, scope="chat")).id) for text in CHAT]
+        memory = await _stored(engine, ids[3])
+        assert memory.follows is None
+        assert np.allclose(memory.vector, await _own(engine, ANSWER), atol=1e-6)
+
+
 async def _own(engine: MemoryEngine, text: str) -> np.ndarray:
     return (await engine.embedder.embed([text]))[0]
 
