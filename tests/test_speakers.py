@@ -18,6 +18,10 @@ from cranimem_mcp.working_set import Entry, ScopeSet
 pytestmark = pytest.mark.anyio
 
 KEEP_ALL = {"tau_noise": -1.0, "default_gate": False}
+# These tests isolate the speaker focus and the ranking's order: each turn keeps its own
+# vector. (Embedded with the turn before it, Ann's "Thanks! My kids went to a football camp"
+# takes on Bob's "I wish I could relax like you do" and ranks first: tests/test_threads.py.)
+OWN_VECTORS = {"thread_turns": False}
 WHEN = datetime(2023, 5, 8, tzinfo=UTC)
 STAMP = "[1:56 pm on 8 May, 2023]"
 # Bob names Ann in every turn; Ann speaks of herself in the first person.
@@ -109,7 +113,9 @@ async def test_the_hybrid_search_among_given_ids_returns_only_them(open_engine, 
 @pytest.mark.parametrize("speaker_turns", [3, 0])
 async def test_a_question_about_a_speaker_finds_what_they_said_first(open_engine, speaker_turns):
     retrieval = {"speaker_turns": speaker_turns}
-    async with connected(open_engine, gating=KEEP_ALL, retrieval=retrieval) as (client, _e):
+    async with connected(
+        open_engine, gating=KEEP_ALL, retrieval=retrieval, episodic=OWN_VECTORS
+    ) as (client, _e):
         for text in CONVERSATION:
             result = await client.call_tool("remember", {"content": text, "scope": "chat"})
             assert not result.is_error, result.content
@@ -134,7 +140,7 @@ async def test_a_recall_lists_its_memories_in_the_order_it_ranked_them(open_engi
     """Ann's own answer ranks first (as at k=1 above); Bob's turns beside it join the
     ranking after it though their cosine to the query is higher ("relax" is in each): the
     items and the context block list them in the ranking's order, not by score."""
-    async with connected(open_engine, gating=KEEP_ALL) as (client, _e):
+    async with connected(open_engine, gating=KEEP_ALL, episodic=OWN_VECTORS) as (client, _e):
         await _write_conversation(client)
         result = await client.call_tool(
             "recall", {"query": "How does Ann relax?", "scope": "chat", "k": 6}
@@ -173,7 +179,7 @@ def test_the_context_block_keeps_the_ranking_facts_after_it_outdated_memories_la
 async def test_a_recall_across_scopes_keeps_each_scopes_ranking(open_engine):
     """The ranking of the test above, with another scope in the recall: the scopes merge by
     score, but Ann's answer still comes before Bob's turns beside it."""
-    async with connected(open_engine, gating=KEEP_ALL) as (client, _e):
+    async with connected(open_engine, gating=KEEP_ALL, episodic=OWN_VECTORS) as (client, _e):
         await _write_conversation(client)
         other = "I relax with yoga and a long walk on Sundays."
         result = await client.call_tool("remember", {"content": other, "scope": "notes"})
