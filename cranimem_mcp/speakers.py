@@ -35,9 +35,22 @@ def _name(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", re.IGNORECASE)
 
 
-def named(query: str, known: Iterable[str]) -> set[str]:
-    """The ``known`` speakers the query names, as whole words (case-insensitive)."""
-    return {s for s in known if _name(s).search(query)}
+# A capitalised word of the query that may be a speaker's short name ("Mel" for Melanie); a
+# sentence's first word is capitalised anyway ("And what did Andrew say?"), so not that one.
+_SHORT = re.compile(r"(?<![.!?]\s)(?<!^)(?<!\w)([A-Z][a-z]{2,})(?:['’]s)?(?!\w)")
+
+
+def named(query: str, known: Iterable[str]) -> dict[str, str]:
+    """The ``known`` speakers the query names, each with the name it uses: the whole name as
+    a word (case-insensitive), or a capitalised word of three letters or more that begins
+    the name of one speaker only ("Mel" for Melanie, not when Melanie and Melvin speak)."""
+    known = list(known)
+    found = {s: s for s in known if _name(s).search(query)}
+    for word in _SHORT.findall(query.strip()):
+        starting = [s for s in known if s.startswith(word) and s != word and s not in found]
+        if len(starting) == 1 and not any(f.startswith(word) for f in found):
+            found[starting[0]] = word
+    return found
 
 
 @dataclass(frozen=True)
@@ -59,8 +72,8 @@ def focus(query: str, said: Mapping[str, Collection[str]]) -> Focus | None:
     if not names:
         return None
     rest = query
-    for name in sorted(names, key=len, reverse=True):  # "Mary Ann" before "Ann"
-        rest = _name(name).sub(" ", rest)
+    for used in sorted(names.values(), key=len, reverse=True):  # "Mary Ann" before "Ann"
+        rest = _name(used).sub(" ", rest)
     rest = " ".join(rest.split())
     if not _CONTENT_WORD.search(rest):
         return None

@@ -73,7 +73,8 @@ async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path, ser
                     ids.append(r.structured_content["id"])
                 await c.call_tool("recall", {"query": f"locker code {canary}"})
                 report = await c.call_tool("consolidate", {})
-                assert report.structured_content["promoted"] == 3
+                # Seen once in 12 runs on a loaded machine: promoted 2. The decisions say why.
+                assert report.structured_content["promoted"] == 3, report.structured_content
                 # Refused calls carrying the canary: their errors must not reach the log.
                 for tool, args in (("forget", {"entity": canary, "scope": "bad scope"}),
                                    ("remember", {"content": canary, "scope": "bad scope"}),

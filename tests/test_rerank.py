@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from cranimem_mcp.records import Hit
 from cranimem_mcp.rerank import Rerank, rerank, speaker
-from cranimem_mcp.speakers import named
+from cranimem_mcp.speakers import focus, named
 from cranimem_mcp.working_set import Entry
 
 DAY1 = datetime(2023, 5, 8, tzinfo=UTC)
@@ -29,8 +29,24 @@ def test_a_transcript_turn_names_its_speaker_after_the_stamp():
 
 def test_a_query_names_a_speaker_as_a_whole_word_only():
     known = ["Mel", "Caroline"]
-    assert named("What do Mel's kids like?", known) == {"Mel"}
-    assert named("What did Melanie paint?", known) == set()
+    assert named("What do Mel's kids like?", known) == {"Mel": "Mel"}
+    assert named("What did Melanie paint?", known) == {}
+
+
+def test_a_query_names_a_speaker_by_a_short_name_that_begins_only_theirs():
+    known = ["Melanie", "Caroline", "Andrew"]
+    assert named("What do Mel's kids like?", known) == {"Melanie": "Mel"}
+    assert named("Did Caro and Melanie meet?", known) == {"Caroline": "Caro", "Melanie": "Melanie"}
+    # Not a sentence's first word, not a word of two letters, not one that begins two names.
+    assert named("And what did Mel say?", known) == {"Melanie": "Mel"}
+    assert named("Is it so? And then?", known) == {}
+    assert named("What did Ca say?", known) == {}
+    assert named("What do Mel's kids like?", ["Melanie", "Melvin"]) == {}
+    found = focus("How long have Mel and her husband been married?", {"Melanie": {"m1", "m2"}})
+    assert found is not None
+    assert found.names == {"Melanie"}
+    assert found.query == "How long have and her husband been married?"
+    assert found.turns == {"m1", "m2"}
 
 
 def test_the_turn_after_a_strong_hit_is_lent_part_of_its_score():
