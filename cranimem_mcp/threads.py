@@ -13,7 +13,8 @@ own vector. Any other text (a fact, a paragraph, a note) keeps its own vector. T
 counts whether the gate kept it or not: the question a turn answers is mostly what the gate
 drops ("What are your plans for the summer?"), and on LoCoMo-dev a turn embedded with the last
 *stored* memory instead found 0.641 of the evidence in the top 5, with the write before 0.675
-(its own vector: 0.631; docs/RESULTS.md).
+(its own vector: 0.631; docs/RESULTS.md). In a process that has not written to the scope yet
+(after a restart, a one-shot command) the write before is the scope's newest live memory.
 
 Invariant: a memory's ``follows`` is the id of the memory whose text shaped its vector,
 :data:`UNKEPT` when that text was a write the gate did not keep (held in this process's memory
@@ -29,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from .embeddings import Embedder
 from .episodic import EpisodicStore
 from .models import Memory
 from .records import follows_filter, scope_filter
+from .working_set import LIVE
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +76,10 @@ class Thread:
     ) -> tuple[np.ndarray, str | None]:
         """The vector to store for ``content`` (its own vector ``own``) and the id of the
         memory it follows, or ``own`` and None. Called under the scope's lock."""
-        last = self._last.get(scope)
-        if not self.on or last is None or not await self._speaking(scope, content, last):
+        if not self.on:
+            return own, None
+        last = self._last.get(scope) or await self._newest(scope)
+        if last is None or not await self._speaking(scope, content, last):
             return own, None
         if (
             last.memory_id is not None
@@ -86,6 +90,16 @@ class Thread:
             return own, None
         (context,) = await self.embedder.embed([transcript.in_context(last.content, content)])
         return blend(own, context), last.memory_id or UNKEPT
+
+    async def _newest(self, scope: str) -> _Write | None:
+        """Nothing written to ``scope`` in this process yet (a restart, a one-shot command):
+        its newest live memory is the write before."""
+        entries = await self.episodic.live_rows(scope, LIVE)
+        if not entries:
+            return None
+        newest = max(entries, key=lambda e: (e.turn or 0, e.created_at))
+        self._last[scope] = _Write(newest.content, newest.created_at, newest.id)
+        return self._last[scope]
 
     async def _speaking(self, scope: str, content: str, last: _Write) -> bool:
         """Whether ``content`` and the write before it are turns of speakers of the scope:
@@ -105,8 +119,8 @@ class Thread:
         self._last[scope] = _Write(content, at, memory_id)
 
     def forgot(self, scope: str) -> None:
-        """Something of ``scope`` was forgotten: the next turn follows nothing held here."""
-        self._last.pop(scope, None)
+        """Something of ``scope`` was forgotten: the next turn follows nothing."""
+        self._last[scope] = _Write("", datetime.min.replace(tzinfo=UTC), None)
 
     async def unthread(self, scope: str, gone: Sequence[str]) -> int:
         """Embed by itself every memory of ``scope`` that follows one of ``gone`` (ids about

@@ -157,6 +157,15 @@ async def test_the_trash_purge_embeds_the_turn_that_followed_by_itself(open_engi
         assert np.allclose(memory.vector, await _own(engine, ANSWER), atol=1e-6)
 
 
+async def test_after_a_restart_a_turn_follows_the_newest_memory(tmp_path, minilm):
+    settings = make_settings(tmp_path / "data", gating=KEEP_ALL)
+    async with MemoryEngine(settings, embedder=minilm, background=False) as engine:
+        ids = [str((await engine.remember(text, scope="chat")).id) for text in CHAT[:3]]
+    async with MemoryEngine(settings, embedder=minilm, background=False) as engine:
+        answer = await engine.remember(ANSWER, scope="chat")
+        assert (await _stored(engine, str(answer.id))).follows == ids[2]
+
+
 class _Renamed:
     """The same MiniLM under another id: what ``reembed`` needs to have work to do."""
 
