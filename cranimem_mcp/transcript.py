@@ -64,8 +64,9 @@ def body(content: str) -> str:
 
 def follows(previous: str, written: datetime, content: str, now: datetime) -> bool:
     """Whether ``content`` goes on the conversation of ``previous`` (a memory's text, written
-    at ``written``): both are transcript turns, of the same session (stamps of the same
-    date and hour, or, unstamped, ``content`` written within :data:`SESSION_GAP` of it)."""
+    at ``written``): both are transcript turns of one session (their stamps' dates within
+    :data:`SESSION_GAP`, LoCoMo's naming the day only; or, both unstamped, ``content``
+    written within :data:`SESSION_GAP` of it)."""
     if speaker(previous) is None or speaker(content) is None:
         return False
     before, after = stamp(previous), stamp(content)
