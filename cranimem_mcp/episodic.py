@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -435,17 +435,17 @@ class EpisodicStore(HybridSearch):
             found = Entry.of(got[0]) if got and got[0].scope == scope else None
         return found if found is not None and found.tier in LIVE else None
 
-    async def speakers(self, scope: str, min_turns: int = 1) -> dict[str, frozenset[str]]:
-        """Each speaker of ``min_turns`` or more of the scope's live memories (a transcript
-        turn's name, :func:`~cranimem_mcp.transcript.speaker`) and the ids of their turns:
-        kept by the working set as memories come and go; read from the table when the scope
-        is not mirrored."""
-        mirrored = await self._mirrored(scope, LIVE)
-        if mirrored is not None:
-            return mirrored.speakers(min_turns)
-        rows = await self.live_rows(scope, LIVE)
-        found = turns_by_speaker((e.id, e.content) for e in rows)
-        return {n: frozenset(ids) for n, ids in found.items() if len(ids) >= min_turns}
+    async def speakers(
+        self, scope: str, min_turns: int = 1, among: Collection[str] | None = None
+    ) -> dict[str, frozenset[str]]:
+        """Each speaker (of those ``among``, if given) of ``min_turns`` or more of the scope's
+        live memories (a turn's name, :func:`~cranimem_mcp.transcript.speaker`) and the ids
+        of their turns: kept by the working set; read from the table if it is not mirrored."""
+        if (mirrored := await self._mirrored(scope, LIVE)) is not None:
+            return mirrored.speakers(min_turns, among)
+        found = turns_by_speaker((e.id, e.content) for e in await self.live_rows(scope, LIVE))
+        return {n: frozenset(ids) for n, ids in found.items()
+                if len(ids) >= min_turns and (among is None or n in among)}  # fmt: skip
 
     async def find_hash(self, scope: str, content_hash: str) -> Memory | None:
         """The live memory of ``scope`` with this exact content, whole (vector included)."""

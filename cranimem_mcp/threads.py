@@ -109,7 +109,7 @@ class Thread:
         names = {transcript.speaker(content), transcript.speaker(last.content)}
         if None in names:
             return False
-        said = await self.episodic.speakers(scope)
+        said = await self.episodic.speakers(scope, among=names)
         return all(said.get(name, frozenset()) - {last.memory_id} for name in names)
 
     def wrote(self, scope: str, content: str, at: datetime, memory_id: str | None) -> None:

@@ -175,10 +175,14 @@ class ScopeSet:
             kept = self._ordered[codes] = (self._changes, found)
         return list(kept[1])
 
-    def speakers(self, min_turns: int = 1) -> dict[str, frozenset[str]]:
-        """Each speaker of ``min_turns`` or more live memories
+    def speakers(
+        self, min_turns: int = 1, among: Collection[str] | None = None
+    ) -> dict[str, frozenset[str]]:
+        """Each speaker (of those ``among``, if given) of ``min_turns`` or more live memories
         (:func:`~cranimem_mcp.transcript.speaker`) and the ids of their turns."""
-        return {n: frozenset(ids) for n, ids in self._speakers.items() if len(ids) >= min_turns}
+        said = self._speakers
+        names = said if among is None else {n: said.get(n, set()) for n in among}
+        return {n: frozenset(ids) for n, ids in names.items() if len(ids) >= min_turns}
 
     def similarity(self, memory_id: str, vector: np.ndarray) -> float:
         return float(self._vectors[self._slot[memory_id]] @ vector)

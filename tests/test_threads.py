@@ -117,8 +117,10 @@ async def test_a_turn_after_a_rejected_question_carries_it_and_nothing_else_does
         assert (await _stored(engine, str(again.id))).follows == reply.id
 
 
-async def test_a_hard_forget_embeds_the_turn_that_followed_by_itself(open_engine):
-    async with open_engine(gating=KEEP_ALL) as engine:
+@pytest.mark.parametrize("working_set_rows", [100_000, 0])  # mirrored, and read from the table
+async def test_a_hard_forget_embeds_the_turn_that_followed_by_itself(open_engine, working_set_rows):
+    rows = {"working_set_rows": working_set_rows}
+    async with open_engine(gating=KEEP_ALL, episodic=rows) as engine:
         ids = [str((await engine.remember(text, scope="chat")).id) for text in CHAT]
         assert (await _stored(engine, ids[3])).follows == ids[2]
         await engine.forget(ids=[ids[2]], scope="chat")  # to the trash: restorable
