@@ -4,8 +4,9 @@ a new value of a single-valued fact ends the old one at once, and the buffer's b
 kept by replay of its oldest items (the :class:`~cranimem_mcp.replay.Consolidator`).
 
 The embedding, gate and tags run outside the scope lock, so a slow model call never holds
-up other writes; the lock covers check-again-and-insert. Collaborators are handed in by
-the engine; the settings values it works by are an :class:`IntakePolicy`.
+up other writes; the lock covers check-again-and-insert (and a transcript turn's embedding
+with the write before it, :mod:`.threads`, which needs that write settled). Collaborators
+are handed in by the engine; the settings values it works by are an :class:`IntakePolicy`.
 """
 
 from __future__ import annotations
