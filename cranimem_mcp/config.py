@@ -112,7 +112,10 @@ class RetrievalSettings(_Section):
     pool: int = Field(1, ge=1, le=10)
     speaker_boost: float = Field(0.0, ge=0.0, le=1.0)
     neighbour_weight: float = Field(0.0, ge=0.0, le=1.0)
-    session_hours: float = Field(6.0, gt=0.0)
+    # The hours of a session: the neighbours above must have happened this close (their
+    # event times); the turn a turn follows (episodic.thread_turns) must be this close by
+    # its stamp's date or, unstamped, its write time (cranimem_mcp/transcript.follows).
+    session_hours: float = Field(1.0, gt=0.0)
     # Speaker-centred recall (cranimem_mcp/speakers.py): a name heading at least this many
     # memories of the scope ("[when] Name: text") is a speaker; a query naming one searches
     # without the name, the speaker's own turns first (0 = off). Those turns are re-scored

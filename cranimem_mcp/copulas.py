@@ -22,21 +22,47 @@ from .lexicon import (
     RELATION_NOUNS,
     WORKS,
     is_kin_word,
+    is_name,
     is_time,
     kin_of,
 )
 from .naming import canonical_name
 from .verb_frames import allergy, participle, setting, subjects_of
 
+STUDENTS = frozenset(("student", "undergrad", "undergraduate", "postdoc", "freshman",
+                      "sophomore", "junior", "senior", "candidate"))  # fmt: skip
+
+
+# Who is at a place without working there ("a patient at St. Mary's").
+NOT_STAFF = frozenset(("member", "regular", "fan", "customer", "patient", "guest", "client",
+                       "visitor", "resident", "tourist", "passenger"))  # fmt: skip
+
+
+def copula_subjects(verb: Any) -> list[Any]:
+    """A copula's subject tokens, "the name of X" read as X ("The name of my cat is Miso")."""
+    return [named_thing(t) or t for t in subjects_of(verb)]
+
+
+def named_thing(tok: Any) -> Any | None:
+    """The noun that "the name of <noun>" names ("my dog", "a volcanic island"), else None.
+    "X is the name of my dog" says what "X is my dog" says; "my dog's name" is read as is."""
+    if tok.lemma_.lower() != "name" or tok.pos_ != "NOUN":
+        return None
+    if any(c.dep_ == "poss" for c in tok.children):
+        return None
+    of = next((p for p in tok.children if p.dep_ == "prep" and p.lower_ == "of"), None)
+    obj = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
+    return obj if obj is not None and obj.pos_ == "NOUN" else None
+
 
 def copula(d: Discourse, verb: Any, subjects: list[str], neg: str) -> None:
     """ "X is Y", "X is allergic to Y", "X is in Y": the attributes, adjectives and prepositions of
     a copula."""
-    subj_toks = subjects_of(verb)
+    subj_toks = copula_subjects(verb)
     for child in verb.children:
         if child.dep_ == "attr":
             for attr in spread([child]):
-                attribute(d, attr, subj_toks, subjects, neg)
+                attribute(d, named_thing(attr) or attr, subj_toks, subjects, neg)
         elif child.dep_ == "acomp":
             for adj in spread([child]):
                 if adj.pos_ in ("NOUN", "PROPN") or names_a_value(subj_toks):
@@ -72,7 +98,7 @@ def names_a_value(subj_toks: list[Any]) -> bool:
 def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
     """What "X is <attr>" says: an age, a relation to an owner ("my brother"), a value of a
     relation noun ("my employer"), a class (is_a) and the prepositions on it."""
-    if attr.text.isdigit() and int(attr.text) < 130:
+    if attr.text.isdigit() and int(attr.text) < 130 and not _a_thing(subj_toks):
         if any(c.dep_ == "mark" for c in attr.head.children) or attr.head.dep_ == "advcl":
             return  # "when I was 19"
         for s in subjects:
@@ -116,6 +142,14 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
             obj = d.ref(attr) or d.entity(d.phrase(attr) or attr.text, "Other")
             d.relate(d.ref(sowner), neg + pred, obj)
             return
+        if _a_value(attr) and not is_kin_word(st.lemma_.lower()):
+            # "My phone number is 555-0199", "My email is jane@example.com": the owner's,
+            # as written (it was "(phone number, is_a, 555)")
+            if not _continues_a_value(attr):  # "07700 900123": read with "07700"
+                relation = "_".join((d.phrase(st) or st.lemma_).lower().split())
+                value = d.entity(_written(attr), "Other")
+                d.relate(d.ref(sowner), f"{neg}has_{relation}", value)
+            return
         if attr.pos_ == "PROPN" or st.lemma_.lower() in RELATION_NOUNS:
             name = d.ref(attr) or d.entity(attr.text, "Other")
             pred = RELATION_NOUNS.get(st.lemma_.lower(), f"has_{kin_of(st)}")
@@ -152,8 +186,20 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
                 and obj_tok.ent_type_ in ("GPE", "LOC")
             ):
                 pred = "located_in" if prep.lower_ == "in" else "located_near"
-            if pred is None and prep.lower_ in ("at", "for") and obj_tok.ent_type_ == "ORG":
-                pred = "works_at"
+            if (
+                pred is None
+                and prep.lower_ in ("at", "for")
+                and attr.pos_ == "NOUN"
+                and (
+                    obj_tok.ent_type_ == "ORG"
+                    or (_first_person(subj_toks) and is_name(obj_tok) and not obj_tok.ent_type_)
+                )
+                and attr.lemma_.lower() not in NOT_STAFF
+            ):
+                # "I'm a nurse at St. Mary's Hospital": without the recogniser, a capitalised
+                # name, only in the first person (prose capitalises too much: "a bridge at
+                # Sutliff", "screened at the Toronto International Film Festival")
+                pred = "studies_at" if attr.lemma_.lower() in STUDENTS else "works_at"
             if (
                 pred is None
                 and prep.lower_ in ("in", "with", "for", "on")
@@ -167,6 +213,53 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
     for clause in (c for c in attr.children if c.dep_ in ("acl", "relcl")):
         if clause.tag_ == "VBN" and not any(c.dep_.startswith("nsubj") for c in clause.children):
             participle(d, clause)
+
+
+def _first_person(subj_toks: list[Any]) -> bool:
+    return any(st.pos_ == "PRON" and st.lower_ in ("i", "we") for st in subj_toks)
+
+
+def _a_thing(subj_toks: list[Any]) -> bool:
+    """A subject that has no age: a possessed noun other than a person or a pet ("my
+    apartment number is 42")."""
+    return any(
+        st.pos_ == "NOUN"
+        and any(c.dep_ == "poss" for c in st.children)
+        and not is_kin_word(st.lemma_.lower())
+        and kin_of(st) not in ("dog", "cat", "pet")
+        for st in subj_toks
+    )
+
+
+def _a_value(tok: Any) -> bool:
+    """A number, an address or a code, not a word or a date: what a noun like "number" or
+    "email" is."""
+    if any(is_time(t) and not t.text.isdigit() for t in tok.subtree):
+        return False  # "My birthday is March 3rd": a date is a fact's time, not its object
+    # digits, not a number word ("New York's 3rd District is one of 63")
+    return any(ch.isdigit() for ch in tok.text) or tok.like_email or tok.like_url
+
+
+def _continues_a_value(tok: Any) -> bool:
+    """A number right after another one, a space apart ("07700 900123")."""
+    doc = tok.doc
+    return tok.i > 0 and doc[tok.i - 1].like_num and doc[tok.i - 1].whitespace_ == " "
+
+
+def _written(tok: Any) -> str:
+    """The token as the text writes it, with what is glued to it ("555-0199") and the
+    numbers that follow it a space apart ("07700 900123"), without the sentence's closing
+    punctuation."""
+    doc, text = tok.doc, tok.doc.text
+    last = tok.i
+    while last + 1 < len(doc) and doc[last + 1].like_num and doc[last].whitespace_ == " ":
+        last += 1
+    start, end = tok.idx, doc[last].idx
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return text[start:end].rstrip(".,;:!?)\"'").lstrip("(\"'") or tok.text
 
 
 def adjective(d: Discourse, adj: Any, subjects: list[str], neg: str) -> None:

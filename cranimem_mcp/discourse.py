@@ -123,6 +123,9 @@ class Discourse:
             return None
         left = tok.i
         for child in sorted(tok.lefts, key=lambda t: -t.i):
+            if child.right_edge.i == left - 1 and _possessive_name(tok, child):
+                left = child.left_edge.i  # "St. Mary's Hospital": one name
+                continue
             if child.i != left - 1:
                 break
             if child.dep_ in ("compound", "amod", "nmod", "npadvmod") and not (
@@ -146,6 +149,8 @@ class Discourse:
         ):
             left -= 2  # "language-learning app"
         right = tok.i
+        if tok.dep_ != "poss" and tok.pos_ == "PROPN" and _ends_in_s(tok):
+            right = tok.i + 1  # "Nando's", "Macy's": a name that ends in 's, not an owner
         for child in sorted(tok.rights, key=lambda t: t.i):
             if (
                 child.i == right + 1
@@ -290,14 +295,14 @@ class Discourse:
                         ):
                             self.relate(name, "is_a", cls)  # "a beagle called Biscuit"
                         return name
-        names = [c for c in noun.children if c.dep_ == "appos" and c.pos_ == "PROPN"]
+        names = _appositive_names(noun)
         if names:
             return self.entity(self.phrase(names[0]) or names[0].text, "Other")
         return None
 
     def all_called(self, noun: Any) -> list[str]:
         """ "two cats, Luna and Sol": every name."""
-        names = [c for c in noun.children if c.dep_ == "appos" and c.pos_ == "PROPN"]
+        names = _appositive_names(noun)
         return [self.entity(self.phrase(n) or n.text, "Other") for n in spread(names)]
 
     def stands_for(self, noun: Any) -> str | None:
@@ -314,3 +319,47 @@ class Discourse:
             if attrs:  # "User's manager is Chen Wei, who reports to ..."
                 return self.ref(attrs[0])
         return self.ref(noun)
+
+
+def _possessive_name(tok: Any, child: Any) -> bool:
+    """A proper name owned by a proper name ("St. Mary's Hospital", "Joe's Diner"): the
+    owner is part of the name, as "Ana's dog" (a common noun) is not."""
+    return (
+        child.dep_ == "poss"
+        and tok.pos_ == "PROPN"
+        and child.pos_ == "PROPN"
+        and all(t.pos_ in ("PROPN", "PART", "PUNCT") for t in child.subtree)
+        and any(c.dep_ == "case" for c in child.children)
+    )
+
+
+def _ends_in_s(tok: Any) -> bool:
+    """ "at Nando's.": an 's with nothing after it it could own ("the Discovery Institute's
+    campaign" is an owner the parser misread)."""
+    doc, after = tok.doc, tok.i + 2
+    if not any(c.dep_ == "case" and c.i == tok.i + 1 and c.lower_ in ("'s", "’s")
+               for c in tok.rights):  # fmt: skip
+        return False
+    return after >= len(doc) or not (
+        doc[after].pos_ in ("NOUN", "PROPN", "ADJ", "NUM") or doc[after].is_quote
+    )  # "Madonna's "Like a Prayer"": an owner too
+
+
+def _appositive_names(noun: Any) -> list[Any]:
+    """The names in apposition to a noun; "not npm" is no name of "pnpm" but its contrast."""
+    return [c for c in noun.children if c.dep_ == "appos" and c.pos_ == "PROPN"
+            and not set_against(c)]  # fmt: skip
+
+
+def negated(tok: Any) -> bool:
+    """A "not" before the token, hung on it ("not npm")."""
+    return any(c.dep_ == "neg" and c.i < tok.i for c in tok.children)
+
+
+def set_against(tok: Any) -> bool:
+    """An apposition that contrasts with its head, not names it: "..., not npm", "...,
+    only Linux" (whatever the "not" or "only" hangs on)."""
+    before = tok.doc[tok.i - 1] if tok.i else None
+    return negated(tok) or (
+        before is not None and before.lower_ in ("not", "never", "only", "just")
+    )

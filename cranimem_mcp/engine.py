@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import AsyncExitStack
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import anyio
 
@@ -135,7 +135,8 @@ class MemoryEngine:
             c.lease, g.store, g.query_endpoint, g.update_endpoint, c.lease_seconds,
             self._background.start_soon,
         )  # fmt: skip
-        self._thread = Thread(self.episodic, self.embedder, settings.episodic.thread_turns)
+        gap = timedelta(hours=settings.retrieval.session_hours)  # one setting: transcript.follows
+        self._thread = Thread(self.episodic, self.embedder, settings.episodic.thread_turns, gap)
         self._consolidator = Consolidator(
             episodic=self.episodic,
             graph=self.graph,

@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import syntax
-from .copulas import adjective, copula, noun_facts, place_facts
+from .copulas import adjective, copula, copula_subjects, noun_facts, place_facts
 from .discourse import Discourse, spread
 from .lexicon import (
     DATE,
@@ -116,8 +116,8 @@ def clause(d: Discourse, verb: Any) -> None:
     frame; nothing for a wish or a plan."""
     if irrealis(verb):
         return
-    subjects = [s for s in (d.ref(t) for t in subjects_of(verb)
-                            if not is_time(t)) if s]  # fmt: skip
+    toks = copula_subjects(verb) if verb_lemma(verb) == "be" else subjects_of(verb)
+    subjects = [s for s in (d.ref(t) for t in toks if not is_time(t)) if s]
     if verb.lemma_.lower() in ("call", "name") and not passive_marked(verb):
         return  # "a beagle called Biscuit": read by called()
     if (
@@ -129,7 +129,7 @@ def clause(d: Discourse, verb: Any) -> None:
         return
     if not subjects:
         return
-    negated = any(c.dep_ == "neg" for c in verb.children)
+    negated = any(c.dep_ == "neg" for c in verb.children) or no_longer(verb)
     neg = "not_" if negated else ""
     lemma = verb_lemma(verb)
     if lemma == "get" and any(c.dep_ == "aux" and c.lemma_ == "have" for c in verb.children):
@@ -163,6 +163,7 @@ def clause(d: Discourse, verb: Any) -> None:
         if (
             child.dep_ in ("dobj", "attr", "oprd")
             or (child.dep_ == "xcomp" and child.pos_ == "NOUN")
+            or (not has_object and bare_object(verb, lemma, child))
         ) and not passive:
             for obj_tok in spread([child]):
                 direct(d, verb, lemma, subjects, obj_tok, neg)
@@ -188,6 +189,52 @@ def clause(d: Discourse, verb: Any) -> None:
         elif child.dep_ in ("npadvmod", "dobj") and child.like_num and lemma == "turn":
             for s in subjects:  # "Ava just turned 6"
                 d.relate(s, "has_age", d.entity(child.text, "Other"))
+
+
+def no_longer(verb: Any) -> bool:
+    """ "I no longer work at Acme", "I'm no longer vegetarian" (the "no" hangs on "longer",
+    not on the verb), "I stopped working at Acme", "I used to live in Boston": the clause
+    denies what it names now (a "used to" state held once; what is stored is that it is
+    over, the memory's text keeps the rest)."""
+    if verb.dep_ == "xcomp" and verb.tag_ == "VBG" and verb_lemma(verb.head) in ("stop", "quit"):
+        return True
+    if (
+        verb.dep_ == "xcomp"
+        and verb.head.lower_ == "used"
+        and verb.head.tag_ == "VBD"  # "a lamp is used to illuminate": no "used to"
+        and not any(c.dep_ in ("auxpass", "nsubjpass", "dobj") for c in verb.head.children)
+        and any(c.dep_ == "nsubj" for c in verb.head.children)  # "a term used to refer": no
+        and any(c.dep_ == "aux" and c.lower_ == "to" for c in verb.children)
+    ):
+        return True
+    heads = [verb, *(c for c in verb.children if c.dep_ in ("acomp", "attr"))]
+    return any(
+        c.dep_ == "advmod" and c.lower_ == "longer" and any(g.lower_ == "no" for g in c.children)
+        for h in heads
+        for c in h.children
+    )
+
+
+# Verbs whose object the small parser reads as an adverb or a verb when it is one bare word
+# at the end of the clause ("I hate cilantro": an adverb; "I can't eat gluten": a verb).
+_BARE_OBJECT_VERBS = frozenset(
+    "like love enjoy adore prefer hate dislike detest loathe eat drink avoid".split()
+)
+
+
+def bare_object(verb: Any, lemma: str, child: Any) -> bool:
+    """The one word right after a verb that takes an object, nothing hanging on it and the
+    clause ending there: an object the parser tagged as something else; a gerund is the
+    activity ("I enjoy hiking", "I hate flying")."""
+    if lemma not in _BARE_OBJECT_VERBS or child.i != verb.i + 1:
+        return False
+    deps = ("xcomp", "advmod", "acomp", "ccomp", "advcl")
+    if child.dep_ not in deps or child.pos_ not in ("VERB", "ADJ"):
+        return False
+    if any(c.dep_ not in ("cc", "conj") for c in child.children):  # "... and olives": spread
+        return False
+    end = child.right_edge.i + 1
+    return end >= len(child.doc) or child.doc[end].is_punct or child.doc[end].is_sent_start
 
 
 def utterance(text: str) -> tuple[str, str]:

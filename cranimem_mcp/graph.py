@@ -235,12 +235,17 @@ class GraphStore:
         """Record what this memory's single-valued relations end: for each (s, p, o) with p
         functional, every other current (s, p, o') valid at ``observed_at`` ends then; if an
         (s, p, o') is newer than the memory, the memory's own fact ends when that began.
-        Adds to the memory's ``ends`` graph (idempotent). Returns the facts it ended.
+        A denial of a single-valued fact ("not_works_at", "I no longer work at Acme") ends
+        that fact if it holds then. Adds to the memory's ``ends`` graph (idempotent).
+        Returns the facts it ended.
         ``pending`` are (relation, memory id, observed) of memories not linked yet (the
         buffer): their facts count as asserted, so a change is caught before consolidation."""
         functional = set(functional)
-        if not any(predicate_name(r.predicate) in functional or r.functional for r in relations):
-            return []  # nothing single-valued: nothing to end (most writes)
+        if not any(
+            predicate_name(r.predicate).removeprefix("not_") in functional or r.functional
+            for r in relations
+        ):
+            return []  # nothing single-valued, nor its denial: nothing to end (most writes)
         return await self._locked(
             self._supersede_sync,
             scope, memory_id, relations, observed_at, functional, list(pending),
@@ -279,6 +284,12 @@ class GraphStore:
             for rel in relations
             if predicate_name(rel.predicate) in functional or rel.functional
         ]
+        # "I no longer work at Acme" (not_works_at) ends "works_at Acme", if it holds then.
+        denied = [
+            self._triple(scope, rel.model_copy(update={"predicate": p.removeprefix("not_")}))
+            for rel in relations
+            if (p := predicate_name(rel.predicate)).startswith("not_") and p[4:] in functional
+        ]
         stated = self._reads.stated(dict.fromkeys(t[:2] for t in single))
         candidates_of = {
             (s, p): {(s, p, o) for o, mid in values if mid != memory_id}
@@ -286,6 +297,12 @@ class GraphStore:
             for (s, p), values in stated.items()
         }
         self._reads.validities({t: None for c in candidates_of.values() for t in c})
+        self._reads.validities(dict.fromkeys(denied))
+        for fact in denied:
+            if validity(fact).valid_at(observed_at) and fact not in recorded:
+                record_end(ends, fact, observed_at)
+                recorded.add(fact)
+                ended.append(fact)
         for new in single:
             candidates = candidates_of[new[:2]]
             others = [(old, validity(old)) for old in sorted(candidates) if old != new]

@@ -238,7 +238,10 @@ class Intake:
     ) -> list[tuple[Any, str, datetime]]:
         """Single-valued facts stated by buffer items (not linked into the graph yet), so a
         change is caught even before consolidation. Only read when the write has one."""
-        if not any(r.predicate in self.policy.functional or r.functional for r in relations):
+        functional = self.policy.functional
+        if not any(
+            r.predicate.removeprefix("not_") in functional or r.functional for r in relations
+        ):
             return []
         out = []
         for item in await self.episodic.live_rows(scope, ("buffer",)):

@@ -2,7 +2,8 @@
 
 Checks: empty names are dropped, names are whitespace-normalised, unknown types become
 ``Other``, relations must join two known, distinct entities (after canonicalisation, so
-"Osaka", "osaka" and " Osaka " are one node) and get a snake_case predicate.
+"Osaka", "osaka" and " Osaka " are one node) and get a snake_case predicate. A secrets
+guard's placeholder is no entity ("My password is [redacted password]" states no fact).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from functools import lru_cache
 from .extraction import extract_one
 from .models import ENTITY_TYPES, Entity, Extraction, Relation
 from .naming import canonical_name, predicate_name
+from .redaction import LABELS
+
+_WITHHELD = frozenset(canonical_name(f"redacted {label}") for label in LABELS)
 
 
 def check(extraction: Extraction, max_name: int = 200) -> Extraction:
@@ -19,7 +23,7 @@ def check(extraction: Extraction, max_name: int = 200) -> Extraction:
     for ent in extraction.entities:
         name = " ".join(ent.name.split())[:max_name]
         key = canonical_name(name)
-        if not key:
+        if not key or key in _WITHHELD:
             continue
         type_ = ent.type if ent.type in ENTITY_TYPES else "Other"
         if key not in entities or entities[key].type == "Other":

@@ -195,8 +195,22 @@ def _choose(text: str) -> list[Hit]:
     # Key blocks first, then provider formats, then the generic rules: the most specific
     # label wins. Overlapping candidates merge into one span (never a partial redaction).
     for _tier, start, end, label in sorted(candidates, key=lambda c: (c[0], c[1], -c[2])):
-        chosen.add(start, end, label)
+        chosen.add(*_whole_word(text, start, end), label)
     return chosen.hits()
+
+
+def _whole_word(text: str, start: int, end: int) -> tuple[int, int]:
+    """A span widened to the word it starts or ends inside: a rule that found the digits
+    of "Qzvce655a3ae02746" must not leave "Qzvce" and "a3ae02" standing (most of the code)."""
+    while start and _in_word(text[start - 1]) and _in_word(text[start]):
+        start -= 1
+    while end < len(text) and _in_word(text[end]) and _in_word(text[end - 1]):
+        end += 1
+    return start, end
+
+
+def _in_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def redact(text: str) -> Redaction:

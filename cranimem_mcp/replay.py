@@ -30,6 +30,7 @@ from typing import Any
 import anyio
 
 from . import consolidation, linkage
+from .context import fact_text
 from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
 from .embeddings import EmbeddingCache
 from .episodic import EpisodicStore
@@ -43,7 +44,6 @@ from .models import ConsolidationReport, Decision, Memory
 from .naming import canonical_name
 from .progress import Progress, Steps
 from .pruning import prune_longterm, purge_expired_trash
-from .retrieval import fact_text
 from .threads import Thread
 from .validation import check_scope, now
 

@@ -31,7 +31,7 @@ class Rerank:
     pool: int = 1  # candidates fetched per memory returned
     speaker_boost: float = 0.0  # added to a turn whose speaker the query names
     neighbour_weight: float = 0.0  # share of a hit's score lent to the turns beside it
-    session_hours: float = 6.0  # neighbours must have happened this close to each other
+    session_hours: float = 1.0  # neighbours must have happened this close to each other
 
     @property
     def active(self) -> bool:
@@ -82,8 +82,9 @@ def _neighbours(
     shown: dict[str, float],
     policy: Rerank,
 ) -> dict[str, tuple[Entry, float, float]]:
-    """What each turn beside a hit (turn number +-1, same session) is lent: the largest
-    share of a neighbouring hit's score (and of its shown score)."""
+    """What each turn beside a hit (turn number +-1, their events within the session's
+    hours) is lent: the largest share of a neighbouring hit's score (and of its shown
+    score)."""
     by_turn = {e.turn: e for e in entries if e.turn is not None}
     window = timedelta(hours=policy.session_hours)
     lent: dict[str, tuple[Entry, float, float]] = {}
@@ -93,6 +94,10 @@ def _neighbours(
             continue
         for turn in (h.entry.turn - 1, h.entry.turn + 1):
             n = by_turn.get(turn)
+            # Event times (happened_at), not the write times transcript.follows compares:
+            # "Title: text" paragraphs whose title heads three (HotpotQA's "Catan: ...")
+            # have a "speaker", and paragraphs written a second apart would lend each other
+            # their scores (a gold paragraph lost, docs/RESULTS.md "One rule for a session").
             if n is None or abs(n.happened_at - h.entry.happened_at) > window:
                 continue
             share = w * scores[h.entry.id]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -65,10 +65,17 @@ class Thread:
     """The last write of each scope (in this process), and the vectors of the turns that
     follow it."""
 
-    def __init__(self, episodic: EpisodicStore, embedder: Embedder, on: bool = True) -> None:
+    def __init__(
+        self,
+        episodic: EpisodicStore,
+        embedder: Embedder,
+        on: bool = True,
+        session_gap: timedelta = transcript.SESSION_GAP,
+    ) -> None:
         self.episodic = episodic
         self.embedder = embedder
         self.on = on  # ``episodic.thread_turns``: off, every vector is its own text's
+        self.session_gap = session_gap  # ``retrieval.session_hours``
         self._last: dict[str, _Write] = {}
 
     async def vector(
@@ -86,7 +93,7 @@ class Thread:
             and await self.episodic.live_entry(scope, last.memory_id) is None
         ):
             return own, None  # forgotten since
-        if not transcript.follows(last.content, last.at, content, now):
+        if not transcript.follows(last.content, last.at, content, now, self.session_gap):
             return own, None
         (context,) = await self.embedder.embed([transcript.in_context(last.content, content)])
         return blend(own, context), last.memory_id or UNKEPT

@@ -45,8 +45,9 @@ def turns_by_speaker(memories: Iterable[tuple[str, str]]) -> dict[str, set[str]]
 
 # A bracketed stamp opening a turn ("[1:56 pm on 8 May, 2023] "): what dates the session.
 _STAMP = re.compile(r"^\s*\[([^\]\n]{1,80})\]\s*")
-# Two turns this close (by their stamps' dates, or when written, for unstamped turns) are
-# one conversation: LoCoMo's sessions are days apart, and its turns share the session's stamp.
+# Two turns this close are of one session, unless a setting says otherwise
+# (``retrieval.session_hours``): LoCoMo's sessions are days apart, its turns share the
+# session's stamp, which names the day only.
 SESSION_GAP = timedelta(hours=1)
 
 
@@ -62,18 +63,22 @@ def body(content: str) -> str:
     return _STAMP.sub("", content, count=1)
 
 
-def follows(previous: str, written: datetime, content: str, now: datetime) -> bool:
-    """Whether ``content`` goes on the conversation of ``previous`` (a memory's text, written
-    at ``written``): both are transcript turns of one session (their stamps' dates within
-    :data:`SESSION_GAP`, LoCoMo's naming the day only; or, both unstamped, ``content``
-    written within :data:`SESSION_GAP` of it)."""
+def follows(
+    previous: str, written: datetime, content: str, now: datetime,
+    gap: timedelta = SESSION_GAP,
+) -> bool:  # fmt: skip
+    """Whether ``content`` (written ``now``) goes on the conversation of ``previous`` (a
+    memory's text, written at ``written``): both are transcript turns of one session. Both
+    stamped: their stamps' dates within ``gap``; both unstamped: their write times within
+    ``gap``; one of each: not one session. Not the dates a text mentions: a recall's
+    neighbours (:mod:`.rerank`) go by those, within the same ``gap``."""
     if speaker(previous) is None or speaker(content) is None:
         return False
     before, after = stamp(previous), stamp(content)
     if before is not None and after is not None:
-        return abs(after - before) <= SESSION_GAP
+        return abs(after - before) <= gap
     if before is None and after is None:
-        return abs(now - written) <= SESSION_GAP
+        return abs(now - written) <= gap
     return False
 
 

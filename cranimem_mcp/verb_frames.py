@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .discourse import Discourse, spread
+from .discourse import Discourse, set_against, spread
 from .lexicon import (
     GROUPS,
     IRREALIS,
@@ -69,6 +69,20 @@ def irrealis(verb: Any) -> bool:
         t = t.head
 
 
+def contrasts(obj_tok: Any) -> list[Any]:
+    """What "X, not Y" sets against an object: Y, however the parser hung the "not" (on Y as
+    an apposition of X: "uses pnpm, not npm"; on X, with Y elsewhere: "drinks oat milk, not
+    dairy")."""
+    out = [c for c in obj_tok.children if c.dep_ == "appos" and set_against(c)]
+    doc = obj_tok.doc
+    for c in obj_tok.children:
+        after = doc[c.i + 1] if c.i + 1 < len(doc) else None
+        if c.dep_ == "neg" and c.i > obj_tok.i and after is not None:
+            if after.pos_ in ("NOUN", "PROPN") and after not in out:
+                out.append(after)
+    return out
+
+
 def direct(
     d: Discourse, verb: Any, lemma: str, subjects: list[str], obj_tok: Any, neg: str
 ) -> None:
@@ -76,8 +90,8 @@ def direct(
     job's place, a pet's name, an allergy)."""
     if is_time(obj_tok):
         return
-    if any(c.dep_ == "neg" for c in obj_tok.children):
-        neg = "" if neg else "not_"  # "uses pnpm, not npm"
+    if any(c.dep_ == "neg" and c.i < obj_tok.i for c in obj_tok.children):
+        neg = "" if neg else "not_"  # "doesn't use npm but pnpm" read at "not npm"
     elif neg and any(c.lower_ in ("only", "just") for c in obj_tok.children):
         neg = ""  # "doesn't speak French, only English"
     if lemma == "prefer" and obj_tok.lemma_.lower() in MEDIA:
@@ -147,6 +161,9 @@ def direct(
     if obj is not None:
         for s in subjects:
             d.relate(s, neg + pred, obj)
+        for other in contrasts(obj_tok):  # "uses pnpm, not npm"
+            for s in subjects:
+                d.relate(s, ("" if neg else "not_") + pred, d.ref(other))
     obj_type = OBJECT_TYPES.get(pred)
     if obj is not None and obj_type:
         d.retype(obj, obj_type)

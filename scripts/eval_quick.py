@@ -53,16 +53,17 @@ class CachedEmbedder:
 
 def items_first() -> None:
     """Variant under test: episodic items ahead of graph facts in the context block."""
-    from cranimem_mcp import retrieval
+    from cranimem_mcp import context
+    from cranimem_mcp.models import Fact
 
-    original = retrieval._lines
+    original = context._lines
 
     def lines(items, facts):  # type: ignore[no-untyped-def]
         out = original(items, facts)
-        out.sort(key=lambda ln: (isinstance(ln.ref, retrieval.Fact), -ln.score))
+        out.sort(key=lambda ln: (isinstance(ln.ref, Fact), -ln.score))
         return out
 
-    retrieval._lines = lines
+    context._lines = lines
 
 
 async def main() -> None:

@@ -9,10 +9,10 @@ behind "Bounded resources" in docs/RELIABILITY.md.
 
 ``store``: a copy of a filled store (``scripts/measure_startup.py --store 10000`` fills one)
 opened in this process with the default embedder, heuristic tagger and extractor; resident
-memory after each stage (imports, stores open, embedder loaded, first recall, first
-remember, RECALLS recalls and remembers; each after ``malloc_trim``), the peak, and the CPU
-time per recall and per remember. The numbers behind "Server memory at 10k" in
-docs/RESULTS.md.
+memory (and its anonymous and file-backed parts) after each stage (imports, stores open,
+embedder loaded, first recall, first remember, RECALLS recalls and remembers; each after
+``malloc_trim``), the peak, and the CPU time per recall and per remember. The numbers
+behind "Server memory at 10k" in docs/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -43,6 +43,14 @@ CITIES = ["Oslo", "Lima", "Pune", "Kyiv", "Faro", "Nice", "Bern", "Graz", "Riga"
 def rss_mb() -> float:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * 4096 / 2**20
+
+
+def kinds_mb() -> tuple[float, float]:
+    """Resident memory by kind: anonymous (the heap) and file-backed (library pages)."""
+    with open("/proc/self/status") as fh:
+        kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in fh) if k in (
+            "RssAnon", "RssFile")}  # fmt: skip
+    return kb["RssAnon"] / 1024, kb["RssFile"] / 1024
 
 
 def peak_mb() -> float:
@@ -117,7 +125,11 @@ async def store_stages(filled: str, recalls: int, imported: float) -> None:
         nonlocal last
         heap.trim()
         now = rss_mb()
-        say(f"{name:<28} rss {now:6.0f} MB  (+{now - last:5.0f})  peak {peak_mb():6.0f} MB")
+        anon, files = kinds_mb()
+        say(
+            f"{name:<28} rss {now:6.0f} MB  (+{now - last:5.0f})  peak {peak_mb():6.0f} MB"
+            f"  anonymous {anon:5.0f}  file-backed {files:5.0f}"
+        )
         last = now
 
     say(f"{'imports':<28} rss {imported:6.0f} MB")

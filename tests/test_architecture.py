@@ -30,7 +30,7 @@ LAYERS: dict[str, set[str]] = {
                  "heuristics", "write_cues", "parse_cues", "durable"},
     # The paper's stages as logic over stores handed in: gate, buffer, replay, recall.
     "pipeline": {"gating", "retrieval", "rerank", "speakers", "exact", "inspection", "coordination",
-                 "threads",
+                 "threads", "context",
                  "intake",
                  "progress", "replay", "pruning", "forgetting", "consistency", "portability"},
     # The composition of the pipeline, and what reads configuration to choose its parts.

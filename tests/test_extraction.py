@@ -73,6 +73,34 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
           ("Christopher Nolan", "directed", "Inception")}),
         ("Caroline: I just started a new job at the animal shelter downtown!",
          {("Caroline", "works_at", "animal shelter downtown")}),
+        # "the name of X" is X (it was "Rex is_a name", "name is_a Dana Whitfield")
+        ("Rex is the name of my dog.", {("User", "has_dog", "Rex")}),
+        ("The name of my boss is Dana Whitfield.", {("User", "has_boss", "Dana Whitfield")}),
+        # a possessed noun's value, as written (it was "(phone number, is_a, 555)")
+        ("My phone number is 555-0199.", {("User", "has_phone_number", "555-0199")}),
+        ("My email is jane@example.com.", {("User", "has_email", "jane@example.com")}),
+        ("My apartment number is 42.", {("User", "has_apartment_number", "42")}),
+        ("My son is 12.", {("son", "has_age", "12")}),
+        # one word the small parser mis-tags after a verb that takes an object
+        ("I hate cilantro.", {("User", "dislikes", "cilantro")}),
+        ("I can't eat gluten or dairy.",
+         {("User", "not_eat", "gluten"), ("User", "not_eat", "dairy")}),
+        ("I eat quickly.", set()),
+        # a first-person role at a place (capitalised: no recogniser); a name with 's whole
+        ("I'm a nurse at St. Mary's Hospital.",
+         {("User", "is_a", "nurse"), ("User", "works_at", "St. Mary's Hospital")}),
+        ("I'm a student at MIT.", {("User", "is_a", "student"), ("User", "studies_at", "MIT")}),
+        ("I'm a patient at St. Mary's Hospital.", {("User", "is_a", "patient")}),
+        ("I work at McDonald's.", {("User", "works_at", "McDonald's")}),
+        # the polarity the sentence states (each of these once gave the opposite)
+        ("The user uses pnpm, not npm.", {("User", "uses", "pnpm"), ("User", "not_uses", "npm")}),
+        ("User drinks oat milk, not dairy.",
+         {("User", "drink", "oat milk"), ("User", "not_drink", "dairy")}),
+        ("I don't use Windows, only Linux.",
+         {("User", "not_uses", "Windows"), ("User", "uses", "Linux")}),
+        ("I no longer work at Acme.", {("User", "not_works_at", "Acme")}),
+        ("I stopped eating meat.", {("User", "not_eat", "meat")}),
+        ("I used to live in Boston.", {("User", "not_lives_in", "Boston")}),  # was lives_in
     ],
 )  # fmt: skip
 def test_the_facts_a_new_user_expects(text, expected):

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cranimem_mcp import redaction
@@ -88,6 +88,11 @@ def test_redacting_twice_finds_nothing_new(item):
             "Remember my bank PIN: 4921. The card expires in May.",
             "Remember my bank PIN: [redacted PIN]. The card expires in May.",
         ),
+        (  # the rule finds digit runs; the whole word goes, not just its digits
+            "My locker code at Acme Robotics is Qzvce655a3ae02746.",
+            "My locker code at Acme Robotics is [redacted access code].",
+        ),
+        ("the garage code is 4821ab now", "the garage code is [redacted access code] now"),
     ],
 )
 def test_placeholders_replace_only_the_secret_part(text, expected):
@@ -211,6 +216,19 @@ def test_any_text_is_handled_and_redacting_again_finds_nothing(text):
     assert all(label in LABELS for label in once.found)
     assert len(PLACEHOLDER.findall(once.text)) >= len(once.found)
     assert redact(once.text) == Redaction(once.text, ())
+
+
+@HYPOTHESIS
+@given(text=GRAMMAR)
+def test_no_redaction_leaves_part_of_a_word_standing(text):
+    """Each placeholder stands where a whole word (or more) was: never "Qzvce[redacted
+    access code]a3ae02[redacted access code]", which leaves most of a code readable."""
+    assume("[redacted" not in text)
+    out, words = redact(text).text, set(re.findall(r"\w+", text))
+    for m in PLACEHOLDER.finditer(out):
+        before = re.search(r"\w*$", out[: m.start()])[0]
+        after = re.match(r"\w*", out[m.end() :])[0]
+        assert before in words | {""} and after in words | {""}, (text, out)
 
 
 def _is_provider_token(item: dict) -> bool:

@@ -8,6 +8,7 @@ token, a foreign Origin, and the permissions of every file the server (and Lance
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -42,10 +43,14 @@ async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path, ser
             CRANIMEM_TOKEN=TOKEN,
             CRANIMEM_GATING__TAU_NOISE="-1.0",
             CRANIMEM_CONSOLIDATION__TAU_CONSOLIDATION="0.0",
-            # Only the explicit consolidate below: a background run on a loaded machine
-            # would promote some first (seen in CI: promoted 2 of 3).
+            # Only the explicit consolidate below promotes.
             CRANIMEM_CONSOLIDATION__EVERY_N_WRITES="0",
             CRANIMEM_CONSOLIDATION__INTERVAL_SECONDS="0",
+            # Every write stored. The default gate is not what this test is about, and it
+            # made it flaky (CI: promoted 2 of 3): with the canary's digits half-redacted
+            # (before redaction took whole words) it judged ~1 in 25 locker sentences not
+            # durable, the sentence differing with the random canary.
+            CRANIMEM_GATING__DEFAULT_GATE="false",
             CRANIMEM_MODELS__EMBEDDER="local",
             CRANIMEM_MODELS__TAGGER="heuristic",
             CRANIMEM_MODELS__EXTRACTOR="heuristic",
@@ -73,8 +78,9 @@ async def test_hard_forget_leaves_the_canary_in_no_file_and_no_log(tmp_path, ser
                     ids.append(r.structured_content["id"])
                 await c.call_tool("recall", {"query": f"locker code {canary}"})
                 report = await c.call_tool("consolidate", {})
-                # Seen once in 12 runs on a loaded machine: promoted 2. The decisions say why.
-                assert report.structured_content["promoted"] == 3, report.structured_content
+                assert report.structured_content["promoted"] == 3, json.dumps(
+                    report.structured_content["decisions"]
+                )
                 # Refused calls carrying the canary: their errors must not reach the log.
                 for tool, args in (("forget", {"entity": canary, "scope": "bad scope"}),
                                    ("remember", {"content": canary, "scope": "bad scope"}),

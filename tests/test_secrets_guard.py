@@ -128,6 +128,17 @@ async def test_a_redacted_memory_keeps_what_matters(open_engine):
         assert "CI" in row.content
 
 
+async def test_a_placeholder_becomes_no_fact(open_engine):
+    """ "My card number is [redacted card number]" once gave (card number, is_a, redacted card
+    number); the graph holds no placeholder, the memory still says what it was."""
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        result = await engine.remember("My card number is 4111 1111 1111 1111.", pin=True)
+        assert result.redacted == ["card number"]
+        assert (await engine.consolidate()).promoted == 1
+        trig, _ = await engine.graph.export_trig()
+        assert "redacted" not in trig.lower() and "memory" in trig.lower()
+
+
 async def test_clean_text_is_stored_unchanged(open_engine):
     async with open_engine() as engine:
         for item in CANARIES["clean"][:20]:

@@ -73,6 +73,25 @@ async def test_job_change_and_changed_preference(open_engine):
         assert ("User", "works_at", "Acme Robotics") not in current
 
 
+@pytest.mark.parametrize("linked", [True, False], ids=["in the graph", "in the buffer"])
+async def test_a_denial_ends_the_fact_it_denies(open_engine, linked):
+    """ "I no longer work at Acme" once stored (User, works_at, Acme) itself (the "no" hangs
+    on "longer"); now it is a denial, and a denial ends the fact, linked or not yet."""
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        await engine.remember("I work at Acme Robotics.", goal=LIFE)
+        await engine.remember("I live in Lyon.", goal=LIFE)
+        if linked:
+            await engine.consolidate()
+        quit_ = await engine.remember("I no longer work at Acme Robotics.", goal=LIFE)
+        assert triples(quit_.superseded) == {("User", "works_at", "Acme Robotics")}
+        await engine.consolidate()
+        result = await engine.recall("Where do I work?", paths=["graph"])
+        current = triples(result.facts, current_only=True)
+        assert ("User", "works_at", "Acme Robotics") not in current
+        assert ("User", "lives_in", "Lyon") in current  # only what it denies
+        assert ("User", "works_at", "Acme Robotics") in triples(result.facts)  # kept, ended
+
+
 async def test_the_current_value_is_mentioned_before_an_outdated_memory(open_engine):
     # MiniLM puts "mint tea" nearer to "drink" than "matcha": the outdated memory scores
     # higher even at half weight. A reader going top down must meet the current value first

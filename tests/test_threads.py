@@ -44,6 +44,9 @@ def test_a_turn_follows_the_write_before_it_in_the_same_session():
     # Unstamped turns go by when they were written.
     assert transcript.follows("Ann: Plans?", now - timedelta(minutes=5), "Bob: Adoption.", now)
     assert not transcript.follows("Ann: Plans?", now - timedelta(hours=2), "Bob: Adoption.", now)
+    # The session's length is a setting (retrieval.session_hours): two hours with three.
+    three = timedelta(hours=3)
+    assert transcript.follows("Ann: Plans?", now - timedelta(hours=2), "Bob: Ok.", now, three)
     assert transcript.in_context(CHAT[2], CHAT[3]) == (
         f"{CHAT[2]}\nBob: Researching adoption agencies, it's been a dream of mine to have a "
         "family."
@@ -68,6 +71,17 @@ async def test_with_thread_turns_off_every_vector_is_its_own_texts(open_engine):
         memory = await _stored(engine, ids[3])
         assert memory.follows is None
         assert np.allclose(memory.vector, await _own(engine, ANSWER), atol=1e-6)
+
+
+@pytest.mark.parametrize(("hours", "threaded"), [(1.0, True), (1e-9, False)])
+async def test_the_session_a_turn_follows_is_as_long_as_the_setting_says(
+    open_engine, hours, threaded
+):
+    unstamped = [text.removeprefix(f"{STAMP} ") for text in CHAT[:4]]
+    async with open_engine(gating=KEEP_ALL, retrieval={"session_hours": hours}) as engine:
+        ids = [str((await engine.remember(text, scope="chat")).id) for text in unstamped]
+        # Written a few milliseconds apart: one session of an hour, not of 3.6 microseconds.
+        assert ((await _stored(engine, ids[3])).follows == ids[2]) is threaded
 
 
 async def _own(engine: MemoryEngine, text: str) -> np.ndarray:

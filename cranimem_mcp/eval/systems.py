@@ -20,10 +20,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..config import Settings
+from ..context import render
 from ..embeddings import Embedder
 from ..engine import MemoryEngine
 from ..models import RecallItem, RecallResult
-from ..retrieval import render
 
 SYSTEMS = ("cranimem", "vanilla", "no-gate", "no-graph")
 
