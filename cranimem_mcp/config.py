@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from .errors import ConfigError
+from cranimem_mcp.errors import ConfigError
 
 MIN_TOKEN_LENGTH = 16  # characters of CRANIMEM_TOKEN
 
@@ -47,7 +47,7 @@ class GatingSettings(_Section):
     default_goal: str = Field(DEFAULT_GOAL, min_length=1, max_length=2000)
     # A scope whose goal is the default one goes through the default gate (durable.py): a
     # classifier's probability that the write is durable, against this threshold (None: the
-    # trained one, in cranimem_mcp/data/default_gate.json). An LLM tagger may look again at
+    # trained one, in cranimem_mcp/gate/data/default_gate.json). An LLM tagger may look again at
     # writes up to durable_band below it; 0 (the default): never, as the test model kept
     # more noise there than durable writes (docs/gate-measurement.md).
     default_gate: bool = True
@@ -65,7 +65,7 @@ class EpisodicSettings(_Section):
     uri: str | None = None
     storage_options: dict[str, str] = {}
     # Live memories mirrored in RAM (hash, vector, text) so writes and recalls skip most
-    # LanceDB queries (cranimem_mcp/working_set.py); 0 turns the mirror off.
+    # LanceDB queries (cranimem_mcp/buffer/working_set.py); 0 turns the mirror off.
     working_set_rows: int = Field(100_000, ge=0, le=10_000_000)
     # Old table versions (kept for reads in flight): at most this many, none older than
     # keep_versions_seconds; and if the table's folder is still over max_disk_ratio times
@@ -74,7 +74,8 @@ class EpisodicSettings(_Section):
     keep_versions_seconds: float = Field(3600.0, ge=0.0)
     max_disk_ratio: float = Field(3.0, ge=1.0)
     # A transcript turn ("[when] Name: text") is embedded with the write before it in the same
-    # session (cranimem_mcp/threads.py): LoCoMo-dev R@5 0.631 -> 0.676, HotpotQA unchanged.
+    # session (cranimem_mcp/conversation/threads.py): LoCoMo-dev R@5 0.631 -> 0.676, HotpotQA
+    # unchanged.
     thread_turns: bool = True
 
 
@@ -104,7 +105,8 @@ class RetrievalSettings(_Section):
     vector_weight: float = Field(0.7, ge=0.0, le=1.0)
     hops: int = Field(2, ge=0, le=3)
     max_facts: int = Field(24, ge=0, le=500)
-    # Re-scoring of the episodic candidates (cranimem_mcp/rerank.py): candidates fetched per
+    # Re-scoring of the episodic candidates (cranimem_mcp/conversation/rerank.py): candidates
+    # fetched per
     # memory returned, the lift of a turn whose speaker the query names, the share of a hit's
     # score lent to the turns beside it in the same session (0 turns each off).
     # Off by default: on LoCoMo-dev pool 3, vector_weight 0.5 and neighbour_weight 0.3 lift
@@ -116,7 +118,8 @@ class RetrievalSettings(_Section):
     # event times); the turn a turn follows (episodic.thread_turns) must be this close by
     # its stamp's date or, unstamped, its write time (cranimem_mcp/transcript.follows).
     session_hours: float = Field(1.0, gt=0.0)
-    # Speaker-centred recall (cranimem_mcp/speakers.py): a name heading at least this many
+    # Speaker-centred recall (cranimem_mcp/conversation/speakers.py): a name heading at least this
+    # many
     # memories of the scope ("[when] Name: text") is a speaker; a query naming one searches
     # without the name, the speaker's own turns first (0 = off). Those turns are re-scored
     # with their own pool and neighbour weight: only transcripts reach this branch.

@@ -2,7 +2,8 @@
 tasks, the engine state on disk, and the recall counts written behind.
 
 The engine creates these objects and hands them to its parts (the write path, the
-:class:`~cranimem_mcp.replay.Consolidator`, forget and restore, the consistency check), so
+:class:`~cranimem_mcp.replay.consolidator.Consolidator`, forget and restore, the consistency
+check), so
 no part reaches into another's private state. Invariants: writes to one scope are
 serialised by that scope's lock; consolidations never overlap (one consolidation lock);
 every background task runs in the engine's task group and is cancelled when it closes.
@@ -10,20 +11,59 @@ every background task runs in the engine's task group and is cancelled when it c
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
+from pydantic import BaseModel, ValidationError
 
-from .episodic import EpisodicStore
-from .errors import StoreError
-from .state import EngineState, load_state, save_state
-from .validation import now
+from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.errors import StoreError
+from cranimem_mcp.models import ConsolidationReport
+from cranimem_mcp.validation import now
 
 logger = logging.getLogger(__name__)
+
+
+# The engine's small durable state: per-scope goals, turn counters, rejected-write counts and
+# the last consolidation report. One JSON file, replaced atomically (write, fsync, rename).
+class EngineState(BaseModel):
+    goals: dict[str, str] = {}
+    turns: dict[str, int] = {}
+    rejected: dict[str, int] = {}
+    reports: dict[str, ConsolidationReport] = {}
+    embedder: dict[str, Any] | None = None
+    # Long-term memories linked by the heuristic fallback, to re-extract with the LLM.
+    reextract: dict[str, list[str]] = {}
+
+
+def load_state(path: Path) -> EngineState:
+    if not path.exists():
+        return EngineState()
+    try:
+        return EngineState.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:  # one line, not pydantic's dump
+        why = exc.errors(include_url=False)[0]["msg"]
+        raise StoreError(f"cannot read engine state {path}: {why}") from exc
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"cannot read engine state {path}: {exc}") from exc
+
+
+def save_state(path: Path, state: EngineState) -> None:
+    tmp = path.with_suffix(".tmp")
+    data = json.dumps(state.model_dump(mode="json"), ensure_ascii=False, indent=1)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
 
 RECALL_FLUSH_SECONDS = 1.0  # recall counts are written in one batch this long after
 STATE_FLUSH_SECONDS = 0.5  # bookkeeping counters are saved this long after a change

@@ -27,21 +27,23 @@ from datetime import datetime, timedelta
 
 import anyio
 
-from . import consistency, forgetting, inspection, redaction
-from .config import Settings
-from .consolidation import ReplayParams
-from .coordination import Background, RecallCounts, ScopeLocks, StateKeeper
-from .durable import DurableClassifier
-from .embeddings import Embedder, EmbeddingCache, local_embedder
-from .episodic import EpisodicStore
-from .errors import ConfigError, InvalidInput
-from .extraction import HeuristicExtractor
-from .graph import GraphStore
-from .heuristics import HeuristicTagger
-from .intake import Intake, IntakePolicy
-from .lease import consolidation_lease
-from .llm import Extractor, Tagger
-from .models import (
+from cranimem_mcp.backends.embeddings import Embedder, EmbeddingCache, local_embedder
+from cranimem_mcp.backends.llm import Extractor, Tagger
+from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.buffer.records import TIERS
+from cranimem_mcp.buffer.retention import VersionRetention
+from cranimem_mcp.config import Settings
+from cranimem_mcp.conversation.rerank import Rerank
+from cranimem_mcp.conversation.threads import Thread
+from cranimem_mcp.coordination import Background, EngineState, RecallCounts, ScopeLocks, StateKeeper
+from cranimem_mcp.errors import ConfigError, InvalidInput
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.gate.judgment import DurableClassifier
+from cranimem_mcp.gate.tagger import HeuristicTagger
+from cranimem_mcp.graph.lease import consolidation_lease
+from cranimem_mcp.graph.store import GraphStore
+from cranimem_mcp.intake import Intake, IntakePolicy
+from cranimem_mcp.models import (
     ENTITY_FACTS,
     GRAPH_NODES,
     MAX_ENTITY,
@@ -63,15 +65,14 @@ from .models import (
     Stats,
     Tier,
 )
-from .progress import Progress
-from .records import TIERS
-from .replay import ConsolidationPolicy, Consolidator
-from .rerank import Rerank
-from .retention import VersionRetention
-from .retrieval import DualPathRecall, RecallPolicy
-from .state import EngineState
-from .threads import Thread
-from .validation import (
+from cranimem_mcp.recall import inspection
+from cranimem_mcp.recall.dual_path import DualPathRecall, RecallPolicy
+from cranimem_mcp.replay import consistency, forgetting
+from cranimem_mcp.replay.consolidator import ConsolidationPolicy, Consolidator
+from cranimem_mcp.replay.progress import Progress
+from cranimem_mcp.replay.score import ReplayParams
+from cranimem_mcp.secrets import guard as redaction
+from cranimem_mcp.validation import (
     check_ids,
     check_scope,
     check_text,
@@ -115,7 +116,7 @@ class MemoryEngine:
             shared=e.uri is not None,  # a table at a URI may have other writers (replicas)
         )
         if settings.graph.store == "sparql":
-            from .sparql import SparqlDataset
+            from cranimem_mcp.graph.sparql import SparqlDataset
 
             g = settings.graph
             self.graph = GraphStore(store=SparqlDataset(g.query_endpoint, g.update_endpoint))

@@ -1,7 +1,7 @@
 """The write path (paper B.1-B.2): a write goes through the secrets guard, the duplicate
 check, the goal-conditioned gate and the utility tags into the scope's episodic buffer;
 a new value of a single-valued fact ends the old one at once, and the buffer's bound is
-kept by replay of its oldest items (the :class:`~cranimem_mcp.replay.Consolidator`).
+kept by replay of its oldest items (the :class:`~cranimem_mcp.replay.consolidator.Consolidator`).
 
 The embedding, gate and tags run outside the scope lock, so a slow model call never holds
 up other writes; the lock covers check-again-and-insert (and a transcript turn's embedding
@@ -18,15 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from . import gating, linkage, redaction, syntax
-from .coordination import ScopeLocks, StateKeeper
-from .durable import DurableClassifier
-from .embeddings import Embedder, EmbeddingCache
-from .episodic import EpisodicStore
-from .errors import InvalidInput, StoreError
-from .graph import GraphStore
-from .llm import Tagger
-from .models import (
+from cranimem_mcp.backends.embeddings import Embedder, EmbeddingCache
+from cranimem_mcp.backends.llm import Tagger
+from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.conversation.threads import Thread
+from cranimem_mcp.coordination import ScopeLocks, StateKeeper
+from cranimem_mcp.errors import InvalidInput, StoreError
+from cranimem_mcp.extraction import linkage, syntax
+from cranimem_mcp.gate import goal as gating
+from cranimem_mcp.gate.judgment import DurableClassifier
+from cranimem_mcp.graph.store import GraphStore
+from cranimem_mcp.models import (
     MAX_CONTENT,
     MAX_GOAL,
     MAX_SOURCE,
@@ -37,10 +39,10 @@ from .models import (
     RememberResult,
     Utility,
 )
-from .replay import Consolidator
-from .temporal import observed_at
-from .threads import Thread
-from .validation import check_scope, check_text, content_hash, new_id, now
+from cranimem_mcp.replay.consolidator import Consolidator
+from cranimem_mcp.secrets import guard as redaction
+from cranimem_mcp.temporal import observed_at
+from cranimem_mcp.validation import check_scope, check_text, content_hash, new_id, now
 
 logger = logging.getLogger(__name__)
 

@@ -188,6 +188,11 @@ class Fact(BaseModel):
     superseded: bool = False
 
 
+def fact_text(fact: Fact) -> str:
+    """A fact as a line of text: "Caroline lives in Boston"."""
+    return f"{fact.subject} {fact.predicate.replace('_', ' ')} {fact.object}"
+
+
 class RecallResult(BaseModel):
     context: str
     items: list[RecallItem]

@@ -14,7 +14,7 @@ an embedder, "auto" keeps that one (an Ollama-filled store with Ollama down is a
 silent switch to another space); ``cranimem-mcp reembed`` changes it on request.
 
 When ``serve`` opens the stores it starts loading the local embedder before this choice is
-made, if the run will probably use it (:func:`cranimem_mcp.preload.embedder_to_preload`);
+made, if the run will probably use it (:func:`cranimem_mcp.sharing.preload.embedder_to_preload`);
 the preloaded embedder comes back here as ``local``. An unused preload costs a little CPU.
 """
 
@@ -24,17 +24,17 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .config import Settings, ollama_host_from_env
-from .embeddings import Embedder, LocalModel
-from .embeddings import local_embedder as embedder_for
-from .errors import BackendUnavailable, ConfigError
-from .extraction import HeuristicExtractor
-from .heuristics import HeuristicTagger
-from .llm import Extractor, Tagger
-from .state import load_state
+from cranimem_mcp.backends.embeddings import Embedder, LocalModel
+from cranimem_mcp.backends.embeddings import local_embedder as embedder_for
+from cranimem_mcp.backends.llm import Extractor, Tagger
+from cranimem_mcp.config import Settings, ollama_host_from_env
+from cranimem_mcp.coordination import load_state
+from cranimem_mcp.errors import BackendUnavailable, ConfigError
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.gate.tagger import HeuristicTagger
 
 if TYPE_CHECKING:  # the Ollama client (httpx, ollama: ~0.2 s) loads only when a role uses it
-    from .ollama import OllamaBackend
+    from cranimem_mcp.backends.ollama import OllamaBackend
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class Providers:
 
 
 def backend_for(settings: Settings) -> OllamaBackend:
-    from .ollama import OllamaBackend
+    from cranimem_mcp.backends.ollama import OllamaBackend
 
     o = settings.ollama
     return OllamaBackend(
@@ -123,19 +123,23 @@ async def select_providers(
         extractor: Extractor = HeuristicExtractor()
         uses_backend = chosen.id.startswith("ollama:")  # as the store records it
         if _use_ollama("tagger", m.tagger, o.tagger_model, available, probe_error, reasons):
-            from .ollama import OllamaTagger, prompts_dir
+            from cranimem_mcp.backends.ollama import OllamaTagger, prompts_dir
 
             assert backend is not None
-            tagger = OllamaTagger(backend, o.tagger_model, prompts_dir(None))
+            tagger = OllamaTagger(backend, o.tagger_model, prompts_dir(None), HeuristicTagger())
             uses_backend = True
         if _use_ollama(
             "extractor", m.extractor, o.extractor_model, available, probe_error, reasons
         ):
-            from .ollama import OllamaExtractor, prompts_dir
+            from cranimem_mcp.backends.ollama import OllamaExtractor, prompts_dir
 
             assert backend is not None
             extractor = OllamaExtractor(
-                backend, o.extractor_model, prompts_dir(None), o.extract_batch_size
+                backend,
+                o.extractor_model,
+                prompts_dir(None),
+                o.extract_batch_size,
+                fallback=HeuristicExtractor(),
             )
             uses_backend = True
     except BaseException:
@@ -226,13 +230,13 @@ async def _embedder(
         raise BackendUnavailable(
             f"the embedder is Ollama's {o.embed_model}, but Ollama does not answer: {probe_error}"
         )
-    from .ollama import OllamaEmbedder
+    from cranimem_mcp.backends.ollama import OllamaEmbedder
 
     dim = await backend.embedding_dim(o.embed_model, timeout=max(o.probe_timeout_seconds, 5.0))
     return OllamaEmbedder(backend, o.embed_model, dim, o.embed_batch_size)
 
 
 def _has_model(available: list[str], model: str) -> bool:
-    from .ollama import has_model
+    from cranimem_mcp.backends.ollama import has_model
 
     return has_model(available, model)

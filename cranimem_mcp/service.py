@@ -2,8 +2,8 @@
 once as a :class:`typing.Protocol`.
 
 Two classes implement it: :class:`~cranimem_mcp.engine.MemoryEngine` in the process that
-owns the data directory, and :class:`~cranimem_mcp.remote.RemoteEngine` in a process that
-bridges to the owner over its loopback RPC. :class:`~cranimem_mcp.sharing.EngineHandle`,
+owns the data directory, and :class:`~cranimem_mcp.sharing.remote.RemoteEngine` in a process that
+bridges to the owner over its loopback RPC. :class:`~cranimem_mcp.sharing.handle.EngineHandle`,
 which the faces hold, forwards each operation to whichever of the two is current. The RPC's
 operation list, the way it decodes results and the handle's methods are all derived from
 :class:`MemoryService` (:data:`OPERATIONS`, :func:`result_adapter`), so a new operation is
@@ -24,7 +24,7 @@ from typing import Any, Protocol, get_type_hints, runtime_checkable
 
 from pydantic import TypeAdapter
 
-from .models import (
+from cranimem_mcp.models import (
     ENTITY_FACTS,
     GRAPH_NODES,
     MAX_INSPECT,

@@ -8,8 +8,8 @@ import uuid
 from datetime import UTC, datetime
 from hashlib import sha256
 
-from .errors import InvalidInput
-from .models import MEMORY_ID_RE, SCOPE_RE
+from cranimem_mcp.errors import InvalidInput
+from cranimem_mcp.models import MEMORY_ID_RE, SCOPE_RE
 
 
 def now() -> datetime:

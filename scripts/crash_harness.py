@@ -45,7 +45,7 @@ os.environ.setdefault("LANCE_LOG", "error")
 
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
-from cranimem_mcp.extraction import HeuristicExtractor  # noqa: E402
+from cranimem_mcp.extraction.extractor import HeuristicExtractor  # noqa: E402
 from cranimem_mcp.models import MAX_FACT_SOURCES, Extraction  # noqa: E402
 
 PEOPLE = ["Alice", "Bob", "Chen", "Dara", "Emeka", "Farid"]

@@ -37,8 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cranimem_mcp.backends.embeddings import OnnxEmbedder, SentenceTransformerEmbedder  # noqa: E402
 from cranimem_mcp.config import load_settings  # noqa: E402
-from cranimem_mcp.embeddings import OnnxEmbedder, SentenceTransformerEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 from cranimem_mcp.eval.locomo import evidence_ids, turn_texts  # noqa: E402
 

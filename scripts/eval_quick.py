@@ -22,8 +22,8 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
+from cranimem_mcp.backends.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
-from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.eval.hotpotqa import EvalConfig, run_eval  # noqa: E402
 from cranimem_mcp.eval.report import markdown_table  # noqa: E402
 
@@ -53,8 +53,8 @@ class CachedEmbedder:
 
 def items_first() -> None:
     """Variant under test: episodic items ahead of graph facts in the context block."""
-    from cranimem_mcp import context
     from cranimem_mcp.models import Fact
+    from cranimem_mcp.recall import context
 
     original = context._lines
 

@@ -16,7 +16,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
+from cranimem_mcp.backends.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.eval.data import load_questions  # noqa: E402
 from cranimem_mcp.eval.stream import write_stream  # noqa: E402
 

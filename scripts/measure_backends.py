@@ -35,8 +35,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
 import cranimem_mcp  # noqa: E402
+from cranimem_mcp.backends.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
-from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 from cranimem_mcp.eval.bench import ConstantEmbedder  # noqa: E402
 

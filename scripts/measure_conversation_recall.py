@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from cranimem_mcp.backends.embeddings import EmbeddingCache, OnnxEmbedder
 from cranimem_mcp.config import Settings
-from cranimem_mcp.embeddings import EmbeddingCache, OnnxEmbedder
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.eval.locomo import load_conversations
 from cranimem_mcp.eval.systems import eval_settings

@@ -30,11 +30,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cranimem_mcp import extraction, linkage, redaction, syntax  # noqa: E402
+from cranimem_mcp.backends.embeddings import local_embedder  # noqa: E402
 from cranimem_mcp.config import load_settings  # noqa: E402
-from cranimem_mcp.durable import DurableClassifier  # noqa: E402
-from cranimem_mcp.embeddings import local_embedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
+from cranimem_mcp.extraction import extractor as extraction  # noqa: E402
+from cranimem_mcp.extraction import linkage, syntax  # noqa: E402
+from cranimem_mcp.gate.judgment import DurableClassifier  # noqa: E402
+from cranimem_mcp.gate.tagger import HeuristicTagger  # noqa: E402
+from cranimem_mcp.secrets import guard as redaction  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 PARTS = {
@@ -124,10 +127,10 @@ async def main() -> None:
         runs = {} if args.new_only else {"old gate": await run(items, embedder, default_gate=False)}
         runs["new gate"] = await run(items, embedder, default_gate=True)
         if args.ollama:
-            from cranimem_mcp.ollama import OllamaBackend, OllamaTagger, prompts_dir
+            from cranimem_mcp.backends.ollama import OllamaBackend, OllamaTagger, prompts_dir
 
             backend = OllamaBackend(args.ollama, timeout=args.timeout, cooldown=0.0)
-            tagger = OllamaTagger(backend, args.model, prompts_dir())
+            tagger = OllamaTagger(backend, args.model, prompts_dir(), HeuristicTagger())
             started = time.perf_counter()
             if not args.new_only:
                 runs["old gate + model"] = await run(

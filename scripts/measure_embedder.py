@@ -53,7 +53,7 @@ def run_backend(backend: str, texts: list[str], threads: int, out: Path) -> dict
         import onnxruntime  # noqa: F401
         import tokenizers  # noqa: F401
 
-        from cranimem_mcp.embeddings import OnnxEmbedder
+        from cranimem_mcp.backends.embeddings import OnnxEmbedder
 
         imported = time.perf_counter()
         embedder = OnnxEmbedder(threads)
@@ -61,7 +61,7 @@ def run_backend(backend: str, texts: list[str], threads: int, out: Path) -> dict
     else:
         import sentence_transformers  # noqa: F401
 
-        from cranimem_mcp.embeddings import SentenceTransformerEmbedder
+        from cranimem_mcp.backends.embeddings import SentenceTransformerEmbedder
 
         imported = time.perf_counter()
         embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads)

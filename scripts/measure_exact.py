@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from cranimem_mcp.backends.embeddings import local_embedder
 from cranimem_mcp.config import Settings
-from cranimem_mcp.embeddings import local_embedder
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.eval import bench
 

@@ -25,14 +25,14 @@ import anyio
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCE_LOG", "error")
 
-from cranimem_mcp import exact  # noqa: E402
+from cranimem_mcp.backends.embeddings import EmbeddingCache, OnnxEmbedder  # noqa: E402
 from cranimem_mcp.config import load_settings  # noqa: E402
-from cranimem_mcp.embeddings import EmbeddingCache, OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 from cranimem_mcp.eval import metrics  # noqa: E402
 from cranimem_mcp.eval.data import load_questions  # noqa: E402
 from cranimem_mcp.eval.stream import write_stream  # noqa: E402
 from cranimem_mcp.eval.systems import eval_settings  # noqa: E402
+from cranimem_mcp.recall import exact  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared/data/hotpotqa_dev412.jsonl"

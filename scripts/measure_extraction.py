@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from cranimem_mcp import linkage  # noqa: E402
 from cranimem_mcp.eval.extraction import load, score  # noqa: E402
-from cranimem_mcp.extraction import extract_one  # noqa: E402
+from cranimem_mcp.extraction import linkage  # noqa: E402
+from cranimem_mcp.extraction.extractor import extract_one  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 PARTS = {
@@ -74,10 +74,10 @@ def run_sync(extract, items) -> tuple[list, list[float]]:
 async def run_ollama(host: str, items) -> tuple[list, int]:
     """The Ollama extractor's predictions, and how many texts fell back to the heuristic one
     (a fallback's facts are not the model's: they count as nothing found)."""
+    from cranimem_mcp.backends.ollama import OllamaExtractor
+    from cranimem_mcp.backends.ollama import prompts_dir as find_prompts
     from cranimem_mcp.config import load_settings
-    from cranimem_mcp.extraction import HeuristicExtractor
-    from cranimem_mcp.ollama import OllamaExtractor
-    from cranimem_mcp.ollama import prompts_dir as find_prompts
+    from cranimem_mcp.extraction.extractor import HeuristicExtractor
     from cranimem_mcp.providers import backend_for
 
     settings = load_settings()

@@ -23,7 +23,7 @@ import numpy as np
 from lancedb.index import FTS
 from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
-from cranimem_mcp.embeddings import OnnxEmbedder
+from cranimem_mcp.backends.embeddings import OnnxEmbedder
 from cranimem_mcp.eval import metrics
 from cranimem_mcp.eval.data import load_questions
 

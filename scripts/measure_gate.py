@@ -15,8 +15,8 @@ import anyio
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
-from cranimem_mcp.heuristics import HeuristicTagger  # noqa: E402
+from cranimem_mcp.backends.embeddings import OnnxEmbedder  # noqa: E402
+from cranimem_mcp.gate.tagger import HeuristicTagger  # noqa: E402
 
 DATA = Path(__file__).parent.parent / "tests" / "data" / "gate_labelled.json"
 TAUS = [0.05, 0.10, 0.12, 0.15, 0.18, 0.20, 0.25, 0.30]

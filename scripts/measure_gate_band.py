@@ -27,14 +27,15 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import train_gate  # noqa: E402
 
+from cranimem_mcp.backends.ollama import OllamaBackend, OllamaTagger, prompts_dir  # noqa: E402
 from cranimem_mcp.config import load_settings  # noqa: E402
-from cranimem_mcp.durable import WEIGHTS, about_health, features  # noqa: E402
-from cranimem_mcp.ollama import OllamaBackend, OllamaTagger, prompts_dir  # noqa: E402
+from cranimem_mcp.gate.judgment import WEIGHTS, about_health, features  # noqa: E402
+from cranimem_mcp.gate.tagger import HeuristicTagger  # noqa: E402
 
 
 async def ask(host: str, model: str, texts: list[str], goal: str) -> list[tuple[bool, str]]:
     backend = OllamaBackend(host, timeout=60, cooldown=0.0)
-    tagger = OllamaTagger(backend, model, prompts_dir())
+    tagger = OllamaTagger(backend, model, prompts_dir(), HeuristicTagger())
     try:
         out = []
         for text in texts:

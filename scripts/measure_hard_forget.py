@@ -34,9 +34,9 @@ from test_hard_forget_replicas import (  # noqa: E402
     oxigraph_serve,
 )
 
-from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
+from cranimem_mcp.backends.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
-from cranimem_mcp.graph_rewrite import files_holding  # noqa: E402
+from cranimem_mcp.graph.rewrite import files_holding  # noqa: E402
 
 
 def say(line: str) -> None:

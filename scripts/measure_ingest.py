@@ -22,14 +22,14 @@ from typing import Any
 
 import anyio
 
-from cranimem_mcp import replay
+from cranimem_mcp.backends.embeddings import local_embedder
+from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.config import Settings, load_settings
-from cranimem_mcp.embeddings import local_embedder
 from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.episodic import EpisodicStore
 from cranimem_mcp.eval.bench import SCOPE, ConstantEmbedder, synthetic_text
-from cranimem_mcp.graph import GraphStore
-from cranimem_mcp.journal import JournaledDataset
+from cranimem_mcp.graph.journal import JournaledDataset
+from cranimem_mcp.graph.store import GraphStore
+from cranimem_mcp.replay import consolidator as replay
 
 TOP = 10  # steps shown per block
 SPENT: dict[str, list[float]] = collections.defaultdict(list)

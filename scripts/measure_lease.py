@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from measure_backends import CITIES, start_oxigraph  # noqa: E402
 
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
-from cranimem_mcp.lease import Fence, SparqlLease  # noqa: E402
+from cranimem_mcp.graph.lease import Fence, SparqlLease  # noqa: E402
 
 
 def race(base: str, threads: int, each: int) -> None:
@@ -89,7 +89,7 @@ async def contention(base: str, clients: int, rounds: int, settle: float) -> Non
 
 
 async def consolidate(base: str, n: int) -> None:
-    from cranimem_mcp.embeddings import OnnxEmbedder
+    from cranimem_mcp.backends.embeddings import OnnxEmbedder
     from cranimem_mcp.engine import MemoryEngine
 
     embedder = OnnxEmbedder(threads=1)

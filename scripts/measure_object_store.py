@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from servers import s3_server  # noqa: E402
 
-from cranimem_mcp.episodic import EpisodicStore  # noqa: E402
+from cranimem_mcp.buffer.episodic import EpisodicStore  # noqa: E402
 from cranimem_mcp.models import Memory  # noqa: E402
 from cranimem_mcp.validation import content_hash, new_id  # noqa: E402
 
@@ -83,8 +83,8 @@ async def measure(name: str, path: str, options: dict, shared: bool, rows: int, 
 
 async def measure_engine(name: str, episodic: dict, writes: int) -> None:
     """``remember`` through the whole write path (embedding, gate, insert, supersession)."""
+    from cranimem_mcp.backends.embeddings import OnnxEmbedder
     from cranimem_mcp.config import Settings, load_settings
-    from cranimem_mcp.embeddings import OnnxEmbedder
     from cranimem_mcp.engine import MemoryEngine
 
     with tempfile.TemporaryDirectory() as home:

@@ -1,4 +1,4 @@
-"""Measure the secrets guard (cranimem_mcp.redaction): canary hits and misses per label,
+"""Measure the secrets guard (cranimem_mcp.secrets.guard): canary hits and misses per label,
 false positives on real prose (HotpotQA paragraphs, LoCoMo turns), and the time per call.
 
     .venv/bin/python scripts/measure_redaction.py [--data ../shared/data] [--show]
@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from cranimem_mcp.redaction import redact, warm_up
+from cranimem_mcp.secrets.guard import redact, warm_up
 
 ROOT = Path(__file__).resolve().parent.parent
 CANARIES = ROOT / "tests" / "data" / "secret_canaries.json"

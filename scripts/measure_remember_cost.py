@@ -27,8 +27,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import anyio  # noqa: E402
 
 import cranimem_mcp  # noqa: E402
+from cranimem_mcp.backends.embeddings import local_embedder  # noqa: E402
 from cranimem_mcp.config import load_settings  # noqa: E402
-from cranimem_mcp.embeddings import local_embedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 
 ITEMS = json.loads((HERE / "tests" / "data" / "gate_default_test.json").read_text())["items"]

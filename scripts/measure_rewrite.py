@@ -10,7 +10,7 @@ it stops, after `oxigraph optimize`. Then copies the live quads into a fresh sto
 ways and times each (wall and this process's CPU; the Oxigraph CLI's CPU is its own):
 
 - ``rewrite-graph``: one SPARQL SELECT of every quad through the query endpoint, parsed and
-  bulk-loaded by pyoxigraph (``cranimem_mcp.graph_rewrite``): online, any SPARQL server;
+  bulk-loaded by pyoxigraph (``cranimem_mcp.graph.rewrite``): online, any SPARQL server;
 - ``store GET``: Oxigraph's Graph Store endpoint (``GET /store``, N-Quads) into pyoxigraph's
   ``bulk_load``: online, Oxigraph only;
 - ``dump + load``: ``oxigraph dump`` then ``oxigraph load``, the server stopped (a dump
@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from measure_backends import start_oxigraph  # noqa: E402
 
-from cranimem_mcp.graph_rewrite import files_holding, rewrite  # noqa: E402
+from cranimem_mcp.graph.rewrite import files_holding, rewrite  # noqa: E402
 
 OXIGRAPH = str(Path(sys.executable).parent / "oxigraph")
 BASE = "https://cranimem.dev/id/default/"

@@ -31,7 +31,7 @@ import lancedb
 import numpy as np
 from lancedb.index import FTS
 
-from cranimem_mcp import heap
+from cranimem_mcp.backends import heap
 from cranimem_mcp.config import Settings, load_settings
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.eval.bench import ConstantEmbedder, synthetic_query, synthetic_text

@@ -199,12 +199,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 import numpy as np
-from cranimem_mcp import linkage
+from cranimem_mcp.extraction.extractor import linkage
 from cranimem_mcp.config import load_settings
-from cranimem_mcp.embeddings import local_embedder
+from cranimem_mcp.backends.embeddings import local_embedder
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.eval import bench
-from cranimem_mcp.extraction import HeuristicExtractor
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
 
 async def fill(home, n):
     settings = load_settings(home=Path(home))

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from cranimem_mcp import replay
+from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.config import Settings
 from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.episodic import EpisodicStore
 from cranimem_mcp.eval import bench
-from cranimem_mcp.graph import GraphStore
+from cranimem_mcp.graph.store import GraphStore
 from cranimem_mcp.intake import Intake
+from cranimem_mcp.replay import consolidator as replay
 
 TIMES: dict[str, list[float]] = collections.defaultdict(list)
 

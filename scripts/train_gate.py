@@ -1,6 +1,7 @@
-"""Train the default gate's classifier (cranimem_mcp/durable.py) and write its weights.
+"""Train the default gate's classifier (cranimem_mcp/gate/judgment.py) and write its weights.
 
-    .venv/bin/python scripts/train_gate.py            # writes cranimem_mcp/data/default_gate.json
+    .venv/bin/python scripts/train_gate.py            # writes
+    cranimem_mcp/gate/data/default_gate.json
     .venv/bin/python scripts/train_gate.py --check    # retrain and compare with the shipped file
 
 Data: the tuning part of the labelled set (tests/data/gate_default_tune*.json) plus the
@@ -33,7 +34,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cranimem_mcp.durable import (  # noqa: E402
+from cranimem_mcp.backends.embeddings import local_embedder  # noqa: E402
+from cranimem_mcp.gate.judgment import (  # noqa: E402
     CUES,
     PARSE_CUES,
     WEIGHTS,
@@ -41,7 +43,6 @@ from cranimem_mcp.durable import (  # noqa: E402
     about_health,
     features,
 )
-from cranimem_mcp.embeddings import local_embedder  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 TUNE_FILES = tuple(

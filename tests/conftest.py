@@ -33,8 +33,8 @@ from servers import (  # noqa: E402, F401
     uvicorn_thread,
 )
 
+from cranimem_mcp.backends.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.config import Settings, load_settings  # noqa: E402
-from cranimem_mcp.embeddings import OnnxEmbedder  # noqa: E402
 from cranimem_mcp.engine import MemoryEngine  # noqa: E402
 
 
@@ -122,7 +122,7 @@ async def connected(open_engine: Callable[..., Any], **sections: dict[str, Any])
     in-process server over a fresh engine."""
     from mcp import Client
 
-    from cranimem_mcp.server import build_server
+    from cranimem_mcp.server.tools import build_server
 
     async with open_engine(**sections) as engine:
         server = build_server(engine.settings, engine=engine)

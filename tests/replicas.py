@@ -154,7 +154,7 @@ def runs_of(replica: int, log: str, killed_at: datetime | None = None) -> list[R
     interleave (its consolidation lock), so a "finished" or "stopped" line ends the open one."""
     runs: list[Run] = []
     for when, _level, name, message in log_lines(log):
-        if name != "cranimem_mcp.replay":
+        if name != "cranimem_mcp.replay.consolidator":
             continue
         if match := _RUN.search(message):
             kind, holder, trigger, token = match.groups()
@@ -193,7 +193,7 @@ def promotions(logs: dict[int, str]) -> dict[str, list[tuple[int, datetime]]]:
     seen: dict[str, list[tuple[int, datetime]]] = defaultdict(list)
     for replica, log in logs.items():
         for when, _level, name, message in log_lines(log):
-            if name == "cranimem_mcp.replay" and (match := _PROMOTED.search(message)):
+            if name == "cranimem_mcp.replay.consolidator" and (match := _PROMOTED.search(message)):
                 for memory_id in match.group(2).split():
                     if memory_id != "none":
                         seen[memory_id].append((replica, when))

@@ -1,153 +1,210 @@
-"""The layering of docs/ARCHITECTURE.md, checked by parsing the package's source: every
-module has a layer and imports only its own layer or those below; no import cycle (counting
-``TYPE_CHECKING`` imports); only the faces reach the engine, and they never reach the
-stores; no module uses another module's private members; no module over ~500 lines; only
-the engine among core modules sees Settings; nothing prints but the CLI."""
+"""The package's shape, as docs/ARCHITECTURE.md draws it, checked by parsing its source.
+
+The units are the shared modules at the top of ``cranimem_mcp/`` and its folders (one per
+stage of the paper and per face). Each unit imports only the units ``ALLOWED`` names for it,
+and those rules form no cycle; no module import cycle either (``TYPE_CHECKING`` imports
+count); only the composition roots open an engine; faces reach the stores only where
+``STORE_ACCESS`` says why; no dependency's private name is used; only the engine, the
+providers and the faces read Settings; nothing prints but the command line."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).parent.parent / "cranimem_mcp"
 
-# Lowest first. A module imports its own layer and the layers below, never above.
-LAYERS: dict[str, set[str]] = {
-    # Types and pure rules: what every other part speaks.
-    "domain": {"errors", "models", "naming", "temporal", "validation", "scopes", "lexicon",
-               "vocabulary", "service", "consolidation", "transcript"},
-    # Stores, model runtimes and the text readers: each wraps one library or one model.
-    "adapters": {"heap", "rdf_memory", "journal", "lance", "lance_table", "fusion",
-                 "episodic_search", "working_set", "records", "retention",
-                 "episodic", "graph_io", "graph_delta", "provenance", "graph", "sparql",
-                 "sparql_client",
-                 "graph_rewrite", "state", "ownership", "lease", "onnx_graph", "embeddings",
-                 "syntax", "llm",
-                 "ollama_backend", "ollama_prompts", "ollama", "secret_finders", "secret_rules",
-                 "redaction", "discourse", "verb_frames", "copulas", "extraction", "linkage",
-                 "heuristics", "write_cues", "parse_cues", "durable"},
-    # The paper's stages as logic over stores handed in: gate, buffer, replay, recall.
-    "pipeline": {"gating", "retrieval", "rerank", "speakers", "exact", "inspection", "coordination",
-                 "threads", "context",
-                 "intake",
-                 "progress", "replay", "pruning", "forgetting", "consistency", "portability"},
-    # The composition of the pipeline, and what reads configuration to choose its parts.
-    "engine": {"config", "engine", "providers", "preload", "doctor"},
-    # What users and clients touch: they call the memory service.
-    "faces": {"server", "http_transport", "http_auth", "arguments", "roots", "remote", "sharing",
-              "ui", "cli", "cli_parser", "cli_text", "cli_serve", "demo", "eval"},
+SHARED = {"config", "errors", "models", "naming", "temporal", "validation", "service"}
+ADAPTERS = {"secrets", "backends", "buffer", "graph", "extraction"}
+# What each unit may import (besides itself). Lowest first.
+ALLOWED: dict[str, set[str]] = {
+    # The domain: types, errors, settings and the rules that need no store.
+    "errors": set(),
+    "naming": set(),
+    "temporal": set(),
+    "models": {"errors"},
+    "config": {"errors"},
+    "validation": {"errors", "models"},
+    "service": {"models", "errors"},
+    # Adapters: each wraps one library or model, and sees only the domain (and the models).
+    "secrets": SHARED - {"config"},
+    "backends": SHARED - {"config"},
+    "graph": SHARED - {"config"} | {"backends"},
+    "conversation.transcript": {"temporal"},  # a transcript turn's pure text rules
+    "buffer": SHARED - {"config"} | {"backends", "conversation.transcript"},
+    "extraction": SHARED - {"config"} | {"backends", "secrets", "conversation.transcript"},
+    # The paper's stages: logic over the stores and models handed in.
+    "coordination": SHARED - {"config"} | {"buffer"},
+    "gate": SHARED - {"config"} | {"backends", "extraction", "secrets"},
+    "conversation": SHARED - {"config"} | {"backends", "buffer"},
+    "recall": SHARED - {"config"} | ADAPTERS | {"coordination", "conversation"},
+    "replay": SHARED - {"config"} | ADAPTERS | {"coordination", "conversation", "gate"},
+    "intake": SHARED - {"config"} | ADAPTERS | {"coordination", "conversation", "gate", "replay"},
+    # The composition: the only core units that read Settings.
+    "providers": SHARED | {"backends", "extraction", "gate", "coordination"},
+    "engine": SHARED | ADAPTERS
+    | {"coordination", "gate", "conversation", "recall", "replay", "intake", "providers"},
+    # Faces: they call the memory service; nothing imports them (but the inspector's app,
+    # which the HTTP transport mounts beside the MCP endpoint).
+    "ui": {"service", "models", "errors"},
+    "sharing": SHARED | {"engine", "providers", "backends", "extraction", "coordination"},
+    "server": {"service", "models", "errors", "config", "sharing", "ui"},
+    "eval": SHARED | {"engine", "backends", "recall", "buffer"},
+    "cli": SHARED | {"engine", "providers", "server", "sharing", "eval", "backends",
+                     "buffer", "graph", "conversation", "coordination"},
 }  # fmt: skip
-ORDER = list(LAYERS)
-LAYER_OF = {m: layer for layer, mods in LAYERS.items() for m in mods}
-STORES = {"episodic", "graph", "graph_io", "provenance", "sparql", "sparql_client", "lance",
-          "lance_table", "fusion", "working_set",
-          "journal", "rdf_memory", "graph_delta"}  # fmt: skip
-# Faces that reach past the service on purpose, and why.
+# Faces that reach past the service to a store on purpose, and why.
 STORE_ACCESS = {
     "eval": "the benchmark fills a store directly at size N before it measures (bench.py)",
+    "cli": "doctor re-embeds and rewrites the stores of a directory no server owns (doctor.py);"
+    " export and import read and write the two stores' files (portability.py)",
 }
+STORES = {"buffer", "graph"}
 # The composition roots: the faces that open an engine in this process.
-ENGINE_OPENERS = {"sharing", "demo", "eval"}
-# Private members of third-party objects we use, and why.
-THIRD_PARTY_PRIVATE = {
-    "_normalize_scores": "LanceDB's hybrid-query score normalisation, reused for our fusion",
-    "_request_raw": "the ollama client has no method for /api/version",
-    "_client": "the ollama client's httpx client, for the host it resolved",
-    "_lowlevel_server": "MCPServer has no public hook for client notifications (roots changed)",
-}
-MAX_LINES = 500
+ENGINE_OPENERS = {"sharing", "cli", "eval"}
+FACES = {"server", "sharing", "cli", "ui", "eval"}
 
 
-def module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE).with_suffix("")
-    return "eval" if rel.parts[0] == "eval" else rel.parts[0]
+def module_of(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
 
 
-def modules() -> dict[str, list[Path]]:
-    found: dict[str, list[Path]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        found.setdefault(module_name(path), []).append(path)
-    return found
+def unit_of(module: str) -> str:
+    parts = module.split(".")
+    if module == "cranimem_mcp.conversation.transcript":
+        return "conversation.transcript"
+    return parts[1] if len(parts) > 1 else "cranimem_mcp"
 
 
-def internal_imports(path: Path) -> set[str]:
-    """The package's modules ``path`` imports, TYPE_CHECKING and function-level included;
-    the eval subpackage counts as one module."""
+def sources() -> dict[str, Path]:
+    return {module_of(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(path: Path) -> set[str]:
+    """The package's modules ``path`` imports, ``TYPE_CHECKING`` and function-level imports
+    included (``from cranimem_mcp.x import y`` names the module ``x.y`` when it is one)."""
+    known = sources()
+    me = module_of(path).split(".")
+    if path.name != "__init__.py":
+        me.pop()
     found = set()
-    in_eval = path.parent.name == "eval"
     for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        if node.level >= 1:
-            if in_eval and node.level == 1:
-                found.add("eval")
-            elif node.module:
-                found.add(node.module.split(".")[0])
-            else:
-                found.update(alias.name for alias in node.names)
-        elif (node.module or "").startswith("cranimem_mcp."):
-            found.add(node.module.split(".")[1])
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(me[: len(me) - node.level + 1]) if node.level else ""
+            target = ".".join(filter(None, [base, node.module or ""]))
+            if not target.startswith("cranimem_mcp"):
+                continue
+            subs = {f"{target}.{a.name}" for a in node.names} & set(known)
+            found |= subs or {target}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("cranimem_mcp")}
     return found
 
 
-def imports_of(name: str) -> set[str]:
-    return set().union(*(internal_imports(p) for p in modules()[name])) - {name}
+def unit_imports() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, path in sources().items():
+        mine = unit_of(module)
+        out.setdefault(mine, set()).update(
+            unit_of(t)
+            for t in imports(path)
+            if unit_of(t).split(".")[0] != mine.split(".")[0] and unit_of(t) != "cranimem_mcp"
+        )
+    return out
 
 
-def test_every_module_has_exactly_one_layer():
-    listed = [m for mods in LAYERS.values() for m in mods]
-    assert len(listed) == len(set(listed)), "a module is in two layers"
-    unplaced = set(modules()) - set(listed)
-    assert not unplaced, f"give these modules a layer in LAYERS: {sorted(unplaced)}"
-    gone = set(listed) - set(modules())
-    assert not gone, f"LAYERS names modules that do not exist: {sorted(gone)}"
+def test_every_unit_is_placed():
+    units = set(unit_imports()) - {"cranimem_mcp"}
+    assert not units - set(ALLOWED), f"give these a place in ALLOWED: {units - set(ALLOWED)}"
+    assert not set(ALLOWED) - units, f"ALLOWED names what is gone: {set(ALLOWED) - units}"
 
 
-def test_modules_import_only_their_layer_and_below():
-    bad = []
-    for name in modules():
-        mine = ORDER.index(LAYER_OF[name])
-        for other in imports_of(name):
-            if ORDER.index(LAYER_OF[other]) > mine:
-                bad.append(f"{name} ({LAYER_OF[name]}) imports {other} ({LAYER_OF[other]})")
+def test_the_package_has_a_few_shared_modules_and_a_folder_per_stage_and_face():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert len(top) <= 12, top
+    stages = {"gate", "secrets", "buffer", "replay", "graph", "extraction", "recall",
+              "conversation", "backends"}  # fmt: skip
+    faces = {"server", "sharing", "cli", "ui", "eval"}
+    assert stages | faces <= set(folders), folders
+
+
+def test_the_facade_names_its_public_api():
+    import cranimem_mcp
+
+    assert "MemoryEngine" in cranimem_mcp.__all__ and "Settings" in cranimem_mcp.__all__
+    for name in cranimem_mcp.__all__:
+        assert getattr(cranimem_mcp, name) is not None, name
+
+
+def test_units_import_only_what_they_are_allowed():
+    bad = [
+        f"{unit} imports {other}"
+        for unit, others in unit_imports().items()
+        if unit != "cranimem_mcp"
+        for other in sorted(others - ALLOWED[unit])
+        if not (other == "conversation.transcript" and "conversation" in ALLOWED[unit])
+    ]
     assert not bad, "\n".join(bad)
 
 
-def test_no_import_cycles_counting_type_checking_imports():
-    graph = {name: imports_of(name) for name in modules()}
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     state: dict[str, int] = {}  # 1: on the path, 2: done
 
-    def visit(node: str, path: list[str]) -> None:
+    def visit(node: str, path: list[str]) -> list[str] | None:
         state[node] = 1
-        for nxt in sorted(graph[node]):
+        for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycle = path[path.index(nxt) :] + [nxt]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if nxt not in state:
-                visit(nxt, [*path, nxt])
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt, [*path, nxt])):
+                return found
         state[node] = 2
+        return None
 
     for name in sorted(graph):
-        if name not in state:
-            visit(name, [name])
+        if name not in state and (found := visit(name, [name])):
+            return found
+    return None
+
+
+def test_the_allowed_imports_form_no_cycle():
+    graph = {u: {o for o in others if o in ALLOWED} for u, others in ALLOWED.items()}
+    graph["conversation"] = graph["conversation"]  # transcript is its own unit below buffer
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+def test_no_import_cycles_counting_type_checking_imports():
+    graph = {m: imports(p) - {m} for m, p in sources().items()}
+    # A package's __init__ that re-exports its modules is not a cycle with them.
+    for m in graph:
+        graph[m] = {t for t in graph[m] if not m.startswith(t + ".")}
+    found = _cycle(graph)
+    assert found is None, "import cycle: " + " -> ".join(found or [])
 
 
 def test_only_the_composition_roots_open_an_engine():
-    bad = {n for n in modules() if "engine" in imports_of(n)} - ENGINE_OPENERS
-    assert not bad, f"these import the engine: {sorted(bad)} (they get a MemoryService)"
+    bad = {u for u, others in unit_imports().items() if "engine" in others}
+    assert not bad - ENGINE_OPENERS - {"cranimem_mcp"}, sorted(bad - ENGINE_OPENERS)
 
 
-def test_faces_reach_the_stores_only_through_the_service():
-    bad = []
-    for name in LAYERS["faces"] - set(STORE_ACCESS):
-        if stores := imports_of(name) & STORES:
-            bad.append(f"{name} imports {sorted(stores)}")
-        for path in modules()[name]:
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Attribute) and node.attr in ("episodic", "graph"):
-                    bad.append(f"{path.name}:{node.lineno} reads .{node.attr}")
+def test_faces_reach_the_stores_only_where_it_is_said_why():
+    bad = [
+        f"{face} imports {sorted(others & STORES)}"
+        for face, others in unit_imports().items()
+        if face in FACES - set(STORE_ACCESS) and others & STORES
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_nothing_imports_a_face():
+    bad = [
+        f"{u} imports {sorted(others & FACES)}"
+        for u, others in unit_imports().items()
+        if u not in FACES and u != "cranimem_mcp" and others & FACES
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -166,55 +223,42 @@ def defined_private_names(path: Path) -> set[str]:
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 
-def test_no_module_uses_another_modules_private_members():
+def test_no_module_uses_a_private_name_it_does_not_define():
+    """Neither another module's nor a dependency's: a private name of LanceDB, the MCP SDK or
+    the Ollama client may change in any release."""
     bad = []
-    for paths in modules().values():
-        for path in paths:
-            own = defined_private_names(path)
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Attribute):
-                    attr = node.attr
-                elif isinstance(node, ast.ImportFrom) and node.level >= 1:
-                    bad += [
-                        f"{path.name}:{node.lineno} imports private {a.name} from .{node.module}"
-                        for a in node.names
-                        if a.name.startswith("_") and not a.name.startswith("__")
-                    ]
+    for path in sources().values():
+        own = defined_private_names(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                bad += [
+                    f"{path.name}:{node.lineno} imports private {a.name} from {node.module}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+            names = []
+            if isinstance(node, ast.Attribute):
+                names = [node.attr]
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr":
+                names = [a.value for a in node.args[1:2] if isinstance(a, ast.Constant)]
+            for name in names:
+                if not isinstance(name, str) or not name.startswith("_"):
                     continue
-                else:
+                if name.startswith("__") or name in own:
                     continue
-                if not attr.startswith("_") or attr.startswith("__") or attr in own:
-                    continue
-                if attr in THIRD_PARTY_PRIVATE:
-                    continue
-                bad.append(f"{path.name}:{node.lineno} uses {ast.unparse(node)}")
+                bad.append(f"{path.relative_to(PACKAGE)}:{node.lineno} uses {name}")
     assert not bad, "\n".join(bad)
 
 
-def test_no_module_is_longer_than_about_500_lines():
-    long = {
-        p.name: n
-        for paths in modules().values()
-        for p in paths
-        if (n := len(p.read_text().splitlines())) > MAX_LINES
-    }
-    assert not long, f"split these along their concepts: {long}"
-
-
-def test_only_the_engine_layer_and_the_faces_read_settings():
-    bad = {n for n in modules() if "config" in imports_of(n)}
-    bad -= LAYERS["engine"] | LAYERS["faces"]
+def test_only_the_composition_and_the_faces_read_settings():
+    bad = {u for u, others in unit_imports().items() if "config" in others}
+    bad -= {"engine", "providers", "cranimem_mcp"} | FACES
     assert not bad, f"these read Settings: {sorted(bad)} (pass the values down)"
-
-
-def test_the_domain_rules_import_nothing_but_the_domain():
-    for name in ("naming", "temporal", "lexicon", "scopes"):
-        assert not imports_of(name), f"{name}.py imports {imports_of(name)}"
 
 
 def test_no_print_in_the_package_outside_the_cli():
     for path in PACKAGE.rglob("*.py"):
-        if path.name == "cli.py":  # the command line writes to its terminal
+        if path.parent.name == "cli":  # the command line writes to its terminal
             continue
         calls = [
             n for n in ast.walk(ast.parse(path.read_text()))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from cranimem_mcp.extraction import HeuristicExtractor
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
 from cranimem_mcp.models import Extraction
 
 pytestmark = pytest.mark.anyio
@@ -97,7 +97,7 @@ async def test_writes_go_on_while_consolidation_waits_on_the_model(open_engine, 
 async def test_parallel_tool_calls_lose_and_duplicate_nothing(open_engine):
     from mcp import Client
 
-    from cranimem_mcp.server import build_server
+    from cranimem_mcp.server.tools import build_server
 
     texts = [f"I visited the city number {i} called Testville{i} in May." for i in range(24)]
     async with open_engine(

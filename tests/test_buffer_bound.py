@@ -10,7 +10,7 @@ import pytest
 from conftest import make_settings
 
 from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.extraction import HeuristicExtractor
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
 from cranimem_mcp.models import Extraction
 
 pytestmark = pytest.mark.anyio

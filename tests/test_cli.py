@@ -17,9 +17,9 @@ import httpx
 import pytest
 from conftest import CLI, answering, free_port, server_env
 
-from cranimem_mcp.cli import main
-from cranimem_mcp.cli_parser import build_parser
-from cranimem_mcp.cli_text import stats_text
+from cranimem_mcp.cli.main import main
+from cranimem_mcp.cli.parser import build_parser
+from cranimem_mcp.cli.text import stats_text
 from cranimem_mcp.models import ConsolidationReport, ScopeStats, Stats
 
 DEFAULT_OLLAMA = ("127.0.0.1", 11434)
@@ -78,7 +78,7 @@ def test_a_one_shot_process_collects_garbage_again_once_the_engine_is_open(tmp_p
     # then the collector as it was, over what the open made frozen.
     code = (
         "import gc, sys\n"
-        "from cranimem_mcp import cli\n"
+        "from cranimem_mcp.cli import main as cli\n"
         "before = gc.get_threshold()\n"
         "sys.argv = ['cranimem-mcp', 'stats', '--json']\n"
         "assert cli.main() == 0\n"

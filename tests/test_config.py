@@ -83,7 +83,7 @@ def test_a_bad_setting_is_one_line_naming_its_variable_and_never_the_token(monke
 
 
 def test_the_consolidation_lease_follows_the_graph_store_unless_named(tmp_path):
-    from cranimem_mcp.lease import LocalLease, SparqlLease, consolidation_lease
+    from cranimem_mcp.graph.lease import LocalLease, SparqlLease, consolidation_lease
 
     def lease(kind: str, store: str, endpoint: str | None = None):
         return consolidation_lease(kind, store, endpoint, endpoint, 30.0, lambda *_: None)

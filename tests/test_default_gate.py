@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from cranimem_mcp.config import GatingSettings
-from cranimem_mcp.durable import Durability
-from cranimem_mcp.gating import gate
+from cranimem_mcp.gate.goal import gate
+from cranimem_mcp.gate.judgment import Durability
 from cranimem_mcp.models import Judgement
 
 pytestmark = pytest.mark.anyio

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cranimem_mcp.cli.demo import run_demo
 from cranimem_mcp.config import load_settings
-from cranimem_mcp.demo import run_demo
 
 
 @pytest.mark.slow  # over ~5 s

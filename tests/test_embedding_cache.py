@@ -7,7 +7,7 @@ import anyio
 import numpy as np
 import pytest
 
-from cranimem_mcp.embeddings import EmbeddingCache
+from cranimem_mcp.backends.embeddings import EmbeddingCache
 from cranimem_mcp.eval.bench import ConstantEmbedder
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from cranimem_mcp.backends.embeddings import OnnxEmbedder
 from cranimem_mcp.config import load_settings
-from cranimem_mcp.embeddings import OnnxEmbedder
 from cranimem_mcp.eval.hotpotqa import EvalConfig, run_eval, write_results
 from cranimem_mcp.eval.report import markdown_table, plot_results
 

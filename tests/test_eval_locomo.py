@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from cranimem_mcp.backends.embeddings import OnnxEmbedder
 from cranimem_mcp.config import load_settings
-from cranimem_mcp.embeddings import OnnxEmbedder
 from cranimem_mcp.eval import metrics
 from cranimem_mcp.eval.locomo import (
     Conversation,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cranimem_mcp.backends.embeddings import OnnxEmbedder
 from cranimem_mcp.config import Settings
-from cranimem_mcp.embeddings import OnnxEmbedder
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.eval.systems import eval_settings
 

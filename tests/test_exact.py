@@ -9,7 +9,7 @@ import random
 import pytest
 from conftest import connected
 
-from cranimem_mcp import exact
+from cranimem_mcp.recall import exact
 
 pytestmark = pytest.mark.anyio
 

@@ -8,11 +8,11 @@ import warnings
 import pytest
 from rdflib import Dataset, URIRef
 
+from cranimem_mcp.buffer.records import COLUMNS
+from cranimem_mcp.cli.portability import export, import_into
 from cranimem_mcp.errors import ConfigError
-from cranimem_mcp.graph import VOCAB
+from cranimem_mcp.graph.store import VOCAB
 from cranimem_mcp.models import MEMORY_FIELDS
-from cranimem_mcp.portability import export, import_into
-from cranimem_mcp.records import COLUMNS
 
 pytestmark = pytest.mark.anyio
 

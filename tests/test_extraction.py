@@ -14,11 +14,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cranimem_mcp import syntax
 from cranimem_mcp.errors import ConfigError
 from cranimem_mcp.eval.extraction import load, names_match, score, triples_match
-from cranimem_mcp.extraction import extract_one
-from cranimem_mcp.linkage import check
+from cranimem_mcp.extraction.extractor import extract_one, syntax
+from cranimem_mcp.extraction.linkage import check
 
 DATA = Path(__file__).parent / "data"
 
@@ -153,7 +152,7 @@ def test_importing_the_engine_loads_no_parser():
     code = textwrap.dedent(
         """
         import sys
-        import cranimem_mcp.engine, cranimem_mcp.server, cranimem_mcp.extraction
+        import cranimem_mcp.engine, cranimem_mcp.server.tools, cranimem_mcp.extraction.extractor
         print("spacy" in sys.modules)
         """
     )
@@ -169,7 +168,7 @@ def test_spacy_loads_without_torch_where_torch_is_installed(tmp_path):
     code = textwrap.dedent(
         """
         import sys
-        from cranimem_mcp import syntax
+        from cranimem_mcp.extraction.extractor import syntax
         syntax.pipeline()
         import thinc.compat
         print("torch" in sys.modules, thinc.compat.has_torch)
@@ -190,7 +189,7 @@ def test_spacy_loads_without_its_command_line_and_spacy_info_still_works():
     code = textwrap.dedent(
         """
         import sys
-        from cranimem_mcp import syntax
+        from cranimem_mcp.extraction.extractor import syntax
         syntax.parse("My sister Ana lives in Lisbon.")
         print("spacy.cli" in sys.modules, "typer" in sys.modules, "weasel" in sys.modules)
         import spacy

@@ -21,9 +21,9 @@ from rdflib import Graph, Literal, URIRef
 
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput, StoreError
-from cranimem_mcp.extraction import HeuristicExtractor
-from cranimem_mcp.graph_rewrite import files_holding, rewrite
-from cranimem_mcp.sparql import SparqlDataset
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.graph.rewrite import files_holding, rewrite
+from cranimem_mcp.graph.sparql import SparqlDataset
 
 # The tests that start a subprocess (`oxigraph serve`, the command line) are marked slow.
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cranimem_mcp.extraction import HeuristicExtractor
-from cranimem_mcp.heuristics import HeuristicTagger
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.gate.tagger import HeuristicTagger
 from cranimem_mcp.naming import canonical_name
 
 pytestmark = pytest.mark.anyio

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cranimem_mcp.errors import InvalidInput, NotFound
-from cranimem_mcp.redaction import redact
-from cranimem_mcp.vocabulary import entity_iri
+from cranimem_mcp.graph.vocabulary import entity_iri
+from cranimem_mcp.secrets.guard import redact
 
 pytestmark = pytest.mark.anyio
 

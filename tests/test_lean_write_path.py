@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from cranimem_mcp.episodic import EpisodicStore
+from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.buffer.retention import VersionRetention
 from cranimem_mcp.errors import StoreError
-from cranimem_mcp.graph import GraphStore
+from cranimem_mcp.graph.store import GraphStore
 from cranimem_mcp.models import Memory
-from cranimem_mcp.retention import VersionRetention
 
 pytestmark = pytest.mark.anyio
 LIFE = "Remember durable facts about the user's life"
@@ -141,7 +141,7 @@ async def test_the_supersession_index_answers_as_the_full_scan(open_engine, tmp_
 def test_lancedb_loads_without_its_rest_client_until_it_is_asked_for():
     code = (
         "import sys\n"
-        "import cranimem_mcp.lance\n"
+        "import cranimem_mcp.buffer.lance\n"
         "assert 'lance_namespace_urllib3_client.api' not in sys.modules\n"
         "assert 'overrides' not in sys.modules or sys.version_info >= (3, 12)\n"
         "from lance_namespace_urllib3_client import ApiClient\n"

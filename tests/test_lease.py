@@ -18,11 +18,11 @@ from test_sparql import oxigraph  # noqa: F401 (the module-scoped server fixture
 
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import LeaseHeld, LeaseLost
-from cranimem_mcp.extraction import HeuristicExtractor
-from cranimem_mcp.graph import GraphStore
-from cranimem_mcp.lease import LEASE_GRAPH, Fence, SparqlLease
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.graph.lease import LEASE_GRAPH, Fence, SparqlLease
+from cranimem_mcp.graph.sparql import SparqlDataset
+from cranimem_mcp.graph.store import GraphStore
 from cranimem_mcp.models import Entity, Extraction, Relation
-from cranimem_mcp.sparql import SparqlDataset
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -271,7 +271,7 @@ async def test_two_engines_on_one_server_never_consolidate_at_once(
 ):
     """Background consolidation on in both, every second write: the runs, in the order their
     log lines were written, never interleave, and each has a larger token than the last."""
-    caplog.set_level(logging.INFO, logger="cranimem_mcp.replay")
+    caplog.set_level(logging.INFO, logger="cranimem_mcp.replay.consolidator")
     often = {"every_n_writes": 2, "interval_seconds": 0.0}
     lines = [
         "works at Acme Robotics.", "lives in Lyon.", "likes green tea.", "plays the cello.",

@@ -14,10 +14,10 @@ import pytest
 from conftest import free_port, make_settings
 from mcp import Client
 
+from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.episodic import EpisodicStore
 from cranimem_mcp.models import Memory
-from cranimem_mcp.server import build_server
+from cranimem_mcp.server.tools import build_server
 from cranimem_mcp.validation import content_hash, new_id
 
 pytestmark = pytest.mark.anyio
@@ -196,8 +196,8 @@ async def test_a_table_made_before_the_key_gets_it_computed_for_every_row(
 ):
     """A table of an older version (no ``live_key`` column) opens with the column added and
     filled in (scope and content hash while live, the id in the trash), and takes writes."""
-    from cranimem_mcp.lance import lancedb
-    from cranimem_mcp.records import LIVE_KEY, schema, to_arrow
+    from cranimem_mcp.buffer.lance import lancedb
+    from cranimem_mcp.buffer.records import LIVE_KEY, schema, to_arrow
 
     uri = episodic_location.get("uri", str(tmp_path / "old"))
     options = episodic_location.get("storage_options")
@@ -236,7 +236,7 @@ async def test_the_example_replica_configuration_opens_its_bucket(s3, tmp_path):
 async def test_a_tier_changed_in_place_moves_the_key_with_it(tmp_path, episodic_location):
     """``update`` of a row's tier (the crash tests' way to stage a half-done change) keeps
     the duplicate check's key in step: trashed, its text can be stored again."""
-    from cranimem_mcp.records import LIVE_KEY
+    from cranimem_mcp.buffer.records import LIVE_KEY
 
     uri = episodic_location.get("uri", str(tmp_path / "t"))
     s = EpisodicStore(uri, DIM, episodic_location.get("storage_options"), shared=True)

@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 from fake_ollama import CHAT_MODEL, EMBED_DIM, EMBED_MODEL, FakeOllama, refused_host, running
 
-from cranimem_mcp.errors import BackendUnavailable, ModelOutputError
-from cranimem_mcp.llm import metered
-from cranimem_mcp.ollama import (
+from cranimem_mcp.backends.llm import metered
+from cranimem_mcp.backends.ollama import (
     ExtractionReply,
     JudgeReply,
     OllamaBackend,
@@ -26,6 +25,10 @@ from cranimem_mcp.ollama import (
     TagReply,
     prompts_dir,
 )
+from cranimem_mcp.backends.ollama_backend import ollama_url
+from cranimem_mcp.errors import BackendUnavailable, ModelOutputError
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.gate.tagger import HeuristicTagger
 
 pytestmark = pytest.mark.anyio
 
@@ -55,11 +58,11 @@ async def backend() -> AsyncIterator[Callable[..., OllamaBackend]]:
 
 
 def tagger(b: OllamaBackend, model: str = CHAT_MODEL) -> OllamaTagger:
-    return OllamaTagger(b, model, prompts_dir())
+    return OllamaTagger(b, model, prompts_dir(), HeuristicTagger())
 
 
 def extractor(b: OllamaBackend, batch_size: int = 4) -> OllamaExtractor:
-    return OllamaExtractor(b, CHAT_MODEL, prompts_dir(), batch_size)
+    return OllamaExtractor(b, CHAT_MODEL, prompts_dir(), batch_size, fallback=HeuristicExtractor())
 
 
 # --- request bodies ----------------------------------------------------------------------
@@ -286,3 +289,51 @@ async def test_call_budget_spent_falls_back_without_calling(fake, backend):
 
 async def test_prompt_files_are_the_ones_in_configs_prompts():
     assert prompts_dir() == Path(__file__).resolve().parent.parent / "configs" / "prompts"
+
+
+# --- the server's address and /api/version ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [  # the ollama client's own examples (its host parser is private; ours repeats it)
+        (None, "http://127.0.0.1:11434"),
+        ("", "http://127.0.0.1:11434"),
+        ("1.2.3.4", "http://1.2.3.4:11434"),
+        (":56789", "http://127.0.0.1:56789"),
+        ("1.2.3.4:56789", "http://1.2.3.4:56789"),
+        ("http://1.2.3.4", "http://1.2.3.4:80"),
+        ("https://1.2.3.4", "https://1.2.3.4:443"),
+        ("https://example.com:56789", "https://example.com:56789"),
+        ("example.com/", "http://example.com:11434"),
+        ("example.com:56789/path/", "http://example.com:56789/path"),
+        ("https://example.com:56789/path", "https://example.com:56789/path"),
+        ("[0001:002:003:0004::1]", "http://[0001:002:003:0004::1]:11434"),
+        ("https://[0001:002:003:0004::1]", "https://[0001:002:003:0004::1]:443"),
+        ("[0001:002:003:0004::1]:56789/path/", "http://[0001:002:003:0004::1]:56789/path"),
+    ],
+)
+def test_the_host_is_read_as_the_ollama_client_reads_it(host, url):
+    assert ollama_url(host) == url
+    assert ollama_url(url) == url  # what the client is given it reads back unchanged
+
+
+async def test_the_host_comes_from_ollama_host_when_unset(fake, backend, monkeypatch):
+    port = fake.host.rsplit(":", 1)[1]
+    monkeypatch.setenv("OLLAMA_HOST", f":{port}")
+    b = backend(None)
+    assert b.host == f"http://127.0.0.1:{port}"
+    assert await b.version() == "0.12.0-fake"
+    assert await b.models()  # the client itself goes to the same server
+    assert [r.path for r in fake.requests] == ["/api/version", "/api/tags"]
+
+
+async def test_version_failures_map_as_the_clients_calls_do(fake, backend):
+    refused = backend(refused_host())
+    with pytest.raises(BackendUnavailable, match="cannot connect to Ollama"):
+        await refused.version()
+    # A path under the host is kept: /elsewhere/api/version is not Ollama's (404).
+    elsewhere = backend(f"{fake.host}/elsewhere/")
+    assert elsewhere.host == f"{fake.host}/elsewhere"
+    with pytest.raises(BackendUnavailable, match="HTTP 404|Not Found"):
+        await elsewhere.version()

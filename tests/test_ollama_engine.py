@@ -17,14 +17,15 @@ from conftest import make_settings
 from fake_ollama import CHAT_MODEL, EMBED_DIM, FakeOllama, refused_host, running
 from mcp import Client
 
-from cranimem_mcp import cli
+from cranimem_mcp.backends.ollama import OllamaBackend, OllamaExtractor, OllamaTagger, prompts_dir
+from cranimem_mcp.cli import main as cli
+from cranimem_mcp.coordination import load_state
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import BackendUnavailable
-from cranimem_mcp.heuristics import HeuristicTagger
-from cranimem_mcp.ollama import OllamaBackend, OllamaExtractor, OllamaTagger, prompts_dir
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.gate.tagger import HeuristicTagger
 from cranimem_mcp.providers import select_providers
-from cranimem_mcp.server import build_server
-from cranimem_mcp.state import load_state
+from cranimem_mcp.server.tools import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -49,9 +50,13 @@ async def llm_engine(
         async with MemoryEngine(
             settings,
             embedder=minilm,
-            tagger=OllamaTagger(backend, CHAT_MODEL, prompts_dir()),
+            tagger=OllamaTagger(backend, CHAT_MODEL, prompts_dir(), HeuristicTagger()),
             extractor=OllamaExtractor(
-                backend, CHAT_MODEL, prompts_dir(), settings.ollama.extract_batch_size
+                backend,
+                CHAT_MODEL,
+                prompts_dir(),
+                settings.ollama.extract_batch_size,
+                fallback=HeuristicExtractor(),
             ),
             background=False,
         ) as engine:

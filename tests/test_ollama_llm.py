@@ -14,15 +14,16 @@ import pytest
 from conftest import make_settings
 from ollama_compat_server import CHAT_NAME, EMBED_NAME, CompatServer, model_path, serving
 
-from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.heuristics import HeuristicTagger
-from cranimem_mcp.ollama import (
+from cranimem_mcp.backends.ollama import (
     OllamaBackend,
     OllamaEmbedder,
     OllamaExtractor,
     OllamaTagger,
     prompts_dir,
 )
+from cranimem_mcp.engine import MemoryEngine
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.gate.tagger import HeuristicTagger
 
 pytestmark = [pytest.mark.llm, pytest.mark.anyio]
 
@@ -50,7 +51,7 @@ async def backend(compat_host: str) -> AsyncIterator[OllamaBackend]:
 
 
 async def test_tagger_scores_a_goal_relevant_constraint_above_a_distractor(backend):
-    tagger = OllamaTagger(backend, CHAT_NAME, prompts_dir())
+    tagger = OllamaTagger(backend, CHAT_NAME, prompts_dir(), HeuristicTagger())
     constraint = await tagger.tag(
         "I am allergic to shellfish, so no seafood restaurants please.", GOAL, novelty=0.5
     )
@@ -64,7 +65,9 @@ async def test_tagger_scores_a_goal_relevant_constraint_above_a_distractor(backe
 
 
 async def test_extracted_facts_land_in_the_graph_with_provenance(backend, tmp_path: Path, minilm):
-    extractor = OllamaExtractor(backend, CHAT_NAME, prompts_dir(), batch_size=4)
+    extractor = OllamaExtractor(
+        backend, CHAT_NAME, prompts_dir(), batch_size=4, fallback=HeuristicExtractor()
+    )
     # This test is about extraction: admit the write and promote it whatever its scores.
     settings = make_settings(
         tmp_path / "data",

@@ -15,18 +15,18 @@ import pytest
 from conftest import make_settings, server_env, stdio_params
 from mcp import Client
 
-from cranimem_mcp.embeddings import (
+from cranimem_mcp.backends.embeddings import (
     MINILM_ID,
     MINILM_ONNX,
     OnnxEmbedder,
     SentenceTransformerEmbedder,
     local_embedder,
 )
+from cranimem_mcp.backends.onnx_graph import gather_int8_embeddings
+from cranimem_mcp.coordination import EngineState, save_state
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import ConfigError
-from cranimem_mcp.onnx_graph import gather_int8_embeddings
-from cranimem_mcp.preload import embedder_to_preload
-from cranimem_mcp.state import EngineState, save_state
+from cranimem_mcp.sharing.preload import embedder_to_preload
 
 pytestmark = pytest.mark.anyio
 
@@ -113,7 +113,7 @@ def test_importing_and_constructing_loads_nothing():
     code = textwrap.dedent(
         """
         import sys
-        from cranimem_mcp.embeddings import local_embedder
+        from cranimem_mcp.backends.embeddings import local_embedder
         e = local_embedder("all-MiniLM-L6-v2")
         print(type(e).__name__, e.id, e.dim, e.loaded,
               *(m in sys.modules for m in ("onnxruntime", "tokenizers", "torch")))

@@ -12,11 +12,11 @@ from rdflib import RDFS, XSD, BNode, Dataset, Graph, Literal, URIRef
 from cranimem_mcp.config import load_settings
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import ConfigError
-from cranimem_mcp.graph import GraphStore
-from cranimem_mcp.journal import JournaledDataset
+from cranimem_mcp.graph.journal import JournaledDataset
+from cranimem_mcp.graph.rdf_memory import OxMemory
+from cranimem_mcp.graph.store import GraphStore
+from cranimem_mcp.graph.vocabulary import entity_iri
 from cranimem_mcp.models import MAX_FACT_SOURCES, Entity, Extraction, Relation
-from cranimem_mcp.rdf_memory import OxMemory
-from cranimem_mcp.vocabulary import entity_iri
 
 pytestmark = pytest.mark.anyio
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import anyio
 import pytest
 
-from cranimem_mcp.consolidation import ReplayParams, decide, entity_counts
 from cranimem_mcp.models import Memory
-from cranimem_mcp.retrieval import mentions
+from cranimem_mcp.recall.dual_path import mentions
+from cranimem_mcp.replay.score import ReplayParams, decide, entity_counts
 
 pytestmark = pytest.mark.anyio
 TRIP = "Help the user plan their trip to Japan in May"

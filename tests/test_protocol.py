@@ -27,7 +27,7 @@ from test_roots import ALPHA, Roots
 from test_server import connected
 from test_sharing import serve_params
 
-from cranimem_mcp.scopes import scope_for_root
+from cranimem_mcp.server.scopes import scope_for_root
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from cranimem_mcp import redaction
-from cranimem_mcp.redaction import LABELS, Redaction, redact
+from cranimem_mcp.secrets import guard as redaction
+from cranimem_mcp.secrets.guard import LABELS, Redaction, redact
 
 DATA = json.loads((Path(__file__).parent / "data" / "secret_canaries.json").read_text("utf-8"))
 SECRETS = DATA["secrets"]
@@ -140,14 +140,14 @@ def test_plain_text_opens_no_rule_gate():
 
 def test_every_detect_secrets_pattern_is_mapped(caplog):
     # A detect-secrets release that adds or drops a pattern is mapped by hand here.
-    with caplog.at_level(logging.WARNING, logger="cranimem_mcp.redaction"):
+    with caplog.at_level(logging.WARNING, logger="cranimem_mcp.secrets.guard"):
         rules = redaction.detect_secrets_rules()
     assert not caplog.records, [r.getMessage() for r in caplog.records]
     assert len(rules) >= 40
 
 
 def test_no_secret_value_is_ever_logged(caplog):
-    with caplog.at_level(logging.DEBUG, logger="cranimem_mcp.redaction"):
+    with caplog.at_level(logging.DEBUG, logger="cranimem_mcp.secrets.guard"):
         for item in SECRETS:
             redact(item["text"])
     logged = "\n".join(r.getMessage() for r in caplog.records)

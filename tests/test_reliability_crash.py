@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cranimem_mcp import cli
+from cranimem_mcp.cli import main as cli
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent

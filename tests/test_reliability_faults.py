@@ -20,8 +20,10 @@ import pytest
 from conftest import make_settings
 from fake_ollama import CHAT_MODEL, FakeOllama, free_port, running
 
+from cranimem_mcp.backends.ollama import OllamaBackend, OllamaExtractor, OllamaTagger, prompts_dir
 from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.ollama import OllamaBackend, OllamaExtractor, OllamaTagger, prompts_dir
+from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.gate.tagger import HeuristicTagger
 
 pytestmark = pytest.mark.anyio
 FULL = os.environ.get("CRANIMEM_FULL") == "1"
@@ -72,8 +74,10 @@ async def test_writes_are_acknowledged_in_time_and_retagged_after_recovery(
         async with MemoryEngine(
             settings,
             embedder=minilm,
-            tagger=OllamaTagger(backend, CHAT_MODEL, prompts_dir()),
-            extractor=OllamaExtractor(backend, CHAT_MODEL, prompts_dir(), 4),
+            tagger=OllamaTagger(backend, CHAT_MODEL, prompts_dir(), HeuristicTagger()),
+            extractor=OllamaExtractor(
+                backend, CHAT_MODEL, prompts_dir(), 4, fallback=HeuristicExtractor()
+            ),
             background=False,
         ) as engine:
             await minilm.embed(["warm up"])

@@ -24,7 +24,7 @@ from test_hostile_input import NASTY
 
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput
-from cranimem_mcp.server import build_server
+from cranimem_mcp.server.tools import build_server
 
 FULL = os.environ.get("CRANIMEM_FULL") == "1"
 EXAMPLES = 200 if FULL else 30

@@ -26,15 +26,19 @@ def log(*lines: str) -> str:
 
 
 A = log(
-    "00:00:01,000 INFO cranimem_mcp.replay: consolidation started by a:1:x (timer, token 1)",
-    "00:00:02,000 INFO cranimem_mcp.replay: promoted by a:1:x: m_1 m_2",
-    "00:00:03,000 INFO cranimem_mcp.replay: consolidation finished by a:1:x (timer, token 1)",
+    "00:00:01,000 INFO cranimem_mcp.replay.consolidator: consolidation started by a:1:x "
+    "(timer, token 1)",
+    "00:00:02,000 INFO cranimem_mcp.replay.consolidator: promoted by a:1:x: m_1 m_2",
+    "00:00:03,000 INFO cranimem_mcp.replay.consolidator: consolidation finished by a:1:x "
+    "(timer, token 1)",
 )
 B_AFTER = log(
-    "00:00:04,000 INFO cranimem_mcp.replay: consolidation started by b:2:y (every_n_writes, "
+    "00:00:04,000 INFO cranimem_mcp.replay.consolidator: consolidation started by b:2:y "
+    "(every_n_writes, "
     "token 2)",
-    "00:00:05,000 INFO cranimem_mcp.replay: promoted by b:2:y: m_3",
-    "00:00:06,000 INFO cranimem_mcp.replay: consolidation finished by b:2:y (every_n_writes, "
+    "00:00:05,000 INFO cranimem_mcp.replay.consolidator: promoted by b:2:y: m_3",
+    "00:00:06,000 INFO cranimem_mcp.replay.consolidator: consolidation finished by b:2:y "
+    "(every_n_writes, "
     "token 2)",
 )
 

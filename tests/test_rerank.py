@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from cranimem_mcp.records import Hit
-from cranimem_mcp.rerank import Rerank, rerank, speaker
-from cranimem_mcp.speakers import focus, named
-from cranimem_mcp.working_set import Entry
+from cranimem_mcp.buffer.records import Hit
+from cranimem_mcp.buffer.working_set import Entry
+from cranimem_mcp.conversation.rerank import Rerank, rerank, speaker
+from cranimem_mcp.conversation.speakers import focus, named
 
 DAY1 = datetime(2023, 5, 8, tzinfo=UTC)
 

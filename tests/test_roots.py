@@ -15,9 +15,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ErrorData, ListRootsResult, Root
 
-from cranimem_mcp.roots import ASK_TIMEOUT
-from cranimem_mcp.scopes import scope_for_root
-from cranimem_mcp.server import build_server
+from cranimem_mcp.server.roots import ASK_TIMEOUT
+from cranimem_mcp.server.scopes import scope_for_root
+from cranimem_mcp.server.tools import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +75,7 @@ async def remember(client, text: str) -> str:
 @asynccontextmanager
 async def heard(text: str):
     handler = Heard(text)
-    logger = logging.getLogger("cranimem_mcp.roots")
+    logger = logging.getLogger("cranimem_mcp.server.roots")
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

@@ -12,9 +12,9 @@ import pytest
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput
 from cranimem_mcp.models import GraphView, MemoryDetail
-from cranimem_mcp.remote import RemoteEngine, rpc_app
 from cranimem_mcp.service import OPERATIONS, READ_ONLY, MemoryService
-from cranimem_mcp.sharing import EngineHandle
+from cranimem_mcp.sharing.handle import EngineHandle
+from cranimem_mcp.sharing.remote import RemoteEngine, rpc_app
 
 pytestmark = pytest.mark.anyio
 KEEP_ALL = {"tau_noise": -1.0, "default_gate": False}

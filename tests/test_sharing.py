@@ -22,7 +22,7 @@ from conftest import server_env as base_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from cranimem_mcp.ownership import read_owner_info
+from cranimem_mcp.sharing.ownership import read_owner_info
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -209,7 +209,7 @@ async def test_one_shot_commands_go_through_the_owner(tmp_path):
 
 
 def test_the_lock_is_exclusive_and_freed_when_the_holder_dies(tmp_path):
-    from cranimem_mcp.ownership import DirectoryLock
+    from cranimem_mcp.sharing.ownership import DirectoryLock
 
     holder = hold_lock(tmp_path)
     try:

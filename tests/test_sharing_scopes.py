@@ -9,8 +9,8 @@ import pytest
 from mcp import Client
 from mcp_types import ListRootsResult, Root
 
-from cranimem_mcp.scopes import scope_for_root
-from cranimem_mcp.server import build_server
+from cranimem_mcp.server.scopes import scope_for_root
+from cranimem_mcp.server.tools import build_server
 
 pytestmark = pytest.mark.anyio
 

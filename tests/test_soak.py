@@ -17,7 +17,8 @@ import tracemalloc
 
 import pytest
 
-from cranimem_mcp import extraction, linkage, syntax
+from cranimem_mcp.extraction import extractor as extraction
+from cranimem_mcp.extraction import linkage, syntax
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # minutes of writes
 FULL = os.environ.get("CRANIMEM_FULL") == "1"

@@ -20,11 +20,11 @@ import test_temporal
 from conftest import answering, free_port, make_settings
 
 from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.graph import GraphStore
+from cranimem_mcp.graph.sparql import SparqlDataset
+from cranimem_mcp.graph.sparql_client import SparqlClient
+from cranimem_mcp.graph.store import GraphStore
+from cranimem_mcp.graph.vocabulary import entity_iri
 from cranimem_mcp.models import Entity, Extraction
-from cranimem_mcp.sparql import SparqlDataset
-from cranimem_mcp.sparql_client import SparqlClient
-from cranimem_mcp.vocabulary import entity_iri
 
 # Every test here talks to an `oxigraph serve` subprocess.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

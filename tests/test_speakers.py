@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 import pytest
 from conftest import connected
 
-from cranimem_mcp import speakers
-from cranimem_mcp.context import render
+from cranimem_mcp.buffer.working_set import Entry, ScopeSet
+from cranimem_mcp.conversation import speakers
+from cranimem_mcp.conversation.transcript import speaker
 from cranimem_mcp.models import Fact, RecallItem
-from cranimem_mcp.transcript import speaker
-from cranimem_mcp.working_set import Entry, ScopeSet
+from cranimem_mcp.recall.context import render
 
 pytestmark = pytest.mark.anyio
 

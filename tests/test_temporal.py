@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cranimem_mcp.graph import GraphStore
-from cranimem_mcp.journal import JournaledDataset
+from cranimem_mcp.graph.journal import JournaledDataset
+from cranimem_mcp.graph.provenance import Provenance
+from cranimem_mcp.graph.store import GraphStore
 from cranimem_mcp.models import Entity, Extraction, Relation
-from cranimem_mcp.provenance import Provenance
 from cranimem_mcp.temporal import (
     Source,
     Validity,
@@ -356,8 +356,8 @@ async def test_a_long_prune_moves_batches_and_lets_writes_in_between(open_engine
     batches stays forgotten, not pruned over it."""
     import anyio
 
-    from cranimem_mcp import pruning
     from cranimem_mcp.models import ConsolidationReport
+    from cranimem_mcp.replay import pruning
 
     monkeypatch.setattr(pruning, "PRUNE_BATCH", 2)
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import connected, make_settings
 
-from cranimem_mcp import threads, transcript
-from cranimem_mcp.doctor import reembed
+from cranimem_mcp.cli.doctor import reembed
+from cranimem_mcp.conversation import threads, transcript
 from cranimem_mcp.engine import MemoryEngine
 
 pytestmark = pytest.mark.anyio

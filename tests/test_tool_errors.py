@@ -9,7 +9,7 @@ import pytest
 from conftest import connected, make_settings
 from mcp import Client
 
-from cranimem_mcp.server import build_server
+from cranimem_mcp.server.tools import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -16,12 +16,12 @@ import pytest
 from conftest import connected, make_settings, server_env, stdio_params
 from mcp import Client
 
-from cranimem_mcp import cli
+from cranimem_mcp.cli import main as cli
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput
 from cranimem_mcp.models import MemoryPage
-from cranimem_mcp.ownership import read_owner_info
-from cranimem_mcp.remote import rpc_app
+from cranimem_mcp.sharing.ownership import read_owner_info
+from cranimem_mcp.sharing.remote import rpc_app
 
 pytestmark = pytest.mark.anyio
 

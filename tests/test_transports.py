@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from cranimem_mcp.config import load_settings
 from cranimem_mcp.errors import ConfigError
-from cranimem_mcp.http_auth import resolve_token
+from cranimem_mcp.server.auth import resolve_token
 
 pytestmark = pytest.mark.anyio
 

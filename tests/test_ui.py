@@ -259,7 +259,7 @@ async def test_inspector_end_to_end_in_chromium(browser, inspector):
 async def test_the_inspector_bridges_to_the_process_that_owns_the_directory(tmp_path):
     """With a `serve` owning the data directory (Claude Desktop's, say), `cranimem-mcp ui`
     starts anyway, shows the owner's memories and graph, and its changes reach the owner."""
-    from cranimem_mcp.ownership import read_owner_info
+    from cranimem_mcp.sharing.ownership import read_owner_info
 
     home = tmp_path / "data"
     env = server_env(

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from cranimem_mcp.episodic import EpisodicStore
+from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.buffer.working_set import LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 from cranimem_mcp.errors import StoreError
 from cranimem_mcp.models import Memory
-from cranimem_mcp.working_set import LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 
 pytestmark = pytest.mark.anyio
 
@@ -263,7 +263,7 @@ def test_arrow_allocates_with_malloc_once_a_table_is_connected(tmp_path):
     # never goes back to the OS, on malloc's a trim returns it (heap.arrow_on_malloc).
     import pyarrow as pa
 
-    from cranimem_mcp.lance_table import connect
+    from cranimem_mcp.buffer.table import connect
 
     connect(tmp_path / "db", {}, shared=False)
     assert pa.default_memory_pool().backend_name == "system"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import BackendUnavailable, ConfigError
+from cranimem_mcp.errors import BackendUnavailable, ConfigError
 
 PROMPT = Path(__file__).resolve().parents[2] / "configs" / "prompts" / "hotpotqa_answer.txt"
 

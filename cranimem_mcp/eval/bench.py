@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Settings
-from ..embeddings import Embedder, local_embedder
-from ..engine import MemoryEngine
-from ..models import Memory
-from ..validation import content_hash, new_id
+from cranimem_mcp.backends.embeddings import Embedder, local_embedder
+from cranimem_mcp.config import Settings
+from cranimem_mcp.engine import MemoryEngine
+from cranimem_mcp.models import Memory
+from cranimem_mcp.validation import content_hash, new_id
+
 from . import metrics
 
 SCOPE = "bench"

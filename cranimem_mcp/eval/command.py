@@ -11,9 +11,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..config import Settings
-from ..embeddings import local_embedder
-from ..errors import InvalidInput
+from cranimem_mcp.backends.embeddings import local_embedder
+from cranimem_mcp.config import Settings
+from cranimem_mcp.errors import InvalidInput
+
 from .arguments import HOTPOTQA_DATA, LOCOMO_DATA
 from .hotpotqa import EvalConfig, run_eval, write_results
 from .report import locomo_table, markdown_table, plot_locomo, plot_results

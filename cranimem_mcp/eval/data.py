@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput
+from cranimem_mcp.errors import InvalidInput
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
-from ..embeddings import Embedder
+from cranimem_mcp.backends.embeddings import Embedder
+from cranimem_mcp.config import Settings
+
 from . import metrics
 from .data import Question, load_questions
 from .stream import write_stream

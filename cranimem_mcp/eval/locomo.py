@@ -29,12 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..config import Settings
-from ..embeddings import Embedder
-from ..engine import MemoryEngine
-from ..errors import InvalidInput
+from cranimem_mcp.backends.embeddings import Embedder
+from cranimem_mcp.config import Settings
+from cranimem_mcp.engine import MemoryEngine
+from cranimem_mcp.errors import InvalidInput
+
 from . import metrics
 from .systems import VanillaRAG, eval_settings
+from .through_mcp import Recalled
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 SYSTEMS = ("cranimem", "vanilla", "cranimem-mcp")
@@ -124,12 +126,6 @@ def load_conversations(path: Path, limit: int | None = None) -> list[Conversatio
 
 
 # --- the memories under test ---------------------------------------------------------------
-
-
-@dataclass
-class Recalled:
-    contents: list[str]  # the memories returned, best first
-    took_ms: float  # the system's own account (the engine's took_ms)
 
 
 class ConversationMemory(Protocol):

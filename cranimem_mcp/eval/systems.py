@@ -19,11 +19,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..config import Settings
-from ..context import render
-from ..embeddings import Embedder
-from ..engine import MemoryEngine
-from ..models import RecallItem, RecallResult
+from cranimem_mcp.backends.embeddings import Embedder
+from cranimem_mcp.config import Settings
+from cranimem_mcp.engine import MemoryEngine
+from cranimem_mcp.models import RecallItem, RecallResult
+from cranimem_mcp.recall.context import render
 
 SYSTEMS = ("cranimem", "vanilla", "no-gate", "no-graph")
 

@@ -21,9 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
-from ..embeddings import Embedder
-from ..engine import MemoryEngine
+from cranimem_mcp.backends.embeddings import Embedder
+from cranimem_mcp.config import Settings
+from cranimem_mcp.engine import MemoryEngine
+
 from .systems import VanillaRAG, eval_settings
 
 CITIES = ["Lisbon", "Oslo", "Berlin", "Madrid", "Vienna", "Dublin", "Prague", "Warsaw",

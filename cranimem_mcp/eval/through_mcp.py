@@ -15,14 +15,21 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from ..errors import BackendUnavailable
-from .locomo import Recalled
+from cranimem_mcp.errors import BackendUnavailable
+
+
+@dataclass
+class Recalled:
+    contents: list[str]  # the memories returned, best first
+    took_ms: float  # the system's own account (the engine's took_ms)
+
 
 TIMEOUT_SECONDS = 600.0  # a consolidation of a few hundred turns on a loaded machine
 

@@ -1,0 +1,1 @@
+"""Models: the embedders, the LLM protocols and the Ollama backend."""

@@ -1,0 +1,593 @@
+"""The episodic store (paper B.2): one LanceDB table holding every memory in every tier.
+
+A memory's ``tier`` says where it is in its life: ``buffer`` (the bounded FIFO of recent
+items), ``longterm`` (promoted by consolidation, still searchable text, linked into the graph)
+or ``trash`` (pruned or forgotten; restorable until purged). Keeping one row per memory for its
+whole life is what lets the id that ``remember`` returns name it in every tier.
+
+Invariants: writes are serialised by one lock and run off the event loop; a hard purge
+leaves no old version of a deleted row on disk; what goes in and comes out are records
+(:class:`~cranimem_mcp.models.Memory` and the projections in :mod:`.records`), and filters
+are built only from validated values (:mod:`.records`).
+
+A *shared* table (other processes write it too: replicas) is read at its latest version, a
+new text is stored once however many write it (:meth:`EpisodicStore.insert`), and the
+working set is dropped when a commit not ours moved the version (docs/SCALING.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from collections.abc import Collection, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from cranimem_mcp.backends import heap
+from cranimem_mcp.buffer.fusion import fuse
+from cranimem_mcp.buffer.lance import FTS, LinearCombinationReranker, RRFReranker, reason
+from cranimem_mcp.buffer.records import (
+    COLUMNS,
+    KEY_COLUMNS,
+    LIVE_KEY,
+    LIVE_KEY_SQL,
+    META_COLUMNS,
+    STANDING_COLUMNS,
+    Hit,
+    MemoryKey,
+    Standing,
+    entry,
+    hash_filter,
+    ids_filter,
+    listing,
+    memories,
+    schema,
+    scope_filter,
+    to_arrow,
+)
+from cranimem_mcp.buffer.retention import (
+    VersionRetention,
+    commits_before,
+    keep_since,
+    maintenance_due,
+    over_disk_ratio,
+)
+from cranimem_mcp.buffer.table import connect, open_table
+from cranimem_mcp.buffer.working_set import FIELDS, LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
+from cranimem_mcp.conversation.transcript import turns_by_speaker
+from cranimem_mcp.errors import StoreError
+from cranimem_mcp.models import Memory, MemoryEntry
+
+logger = logging.getLogger(__name__)
+# How long a merge_insert may retry its commit conflicts, the first attempt included.
+# LanceDB's default (30 s, enforced after the first attempt) gave up on a write with three
+# replicas writing one S3 table (moto, loaded machine): "Too many concurrent writers.
+# Attempted 2 times, but failed on retry_timeout of 30.000 seconds" (docs/SCALING.md).
+SHARED_COMMIT_TIMEOUT = timedelta(seconds=180)
+
+TABLE = "memories"
+
+
+class EpisodicStore:
+    """The LanceDB table of memories. Open with :meth:`open`; all methods are async."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        dim: int,
+        storage_options: dict[str, str] | None = None,
+        working_set_rows: int = 100_000,
+        fusion: str = "rrf",
+        vector_weight: float = 0.7,
+        retention: VersionRetention | None = None,
+        shared: bool = False,
+    ) -> None:
+        """``path``: a local directory, or any LanceDB URI (``s3://bucket/prefix``, ...)
+        with its ``storage_options``. ``working_set_rows`` bounds the in-memory copy of
+        live memories that answers the hot-path questions (0: always ask LanceDB).
+        ``fusion`` ("rrf" or "linear", with ``vector_weight``) picks the LanceDB reranker
+        that fuses the vector and full-text halves of :meth:`hybrid`. ``retention``: what
+        :meth:`maintain` keeps of old table versions. ``shared``: other processes write the
+        table too (see the module docstring)."""
+        self._path = path
+        self._retention = retention or VersionRetention()
+        self._commits = 0  # commits since the last maintenance
+        self._rows = 0  # live rows at the last maintenance
+        self._dim = dim
+        self._storage_options = dict(storage_options or {})
+        self._db: Any = None
+        self._table: Any = None
+        self._lock = anyio.Lock()
+        self._shared = shared
+        self._version: int | None = None  # of the table the working set matches (shared)
+        self._ws = WorkingSet(dim, working_set_rows)
+        self._schema = schema(dim)
+        self._reranker: Any = (
+            LinearCombinationReranker(vector_weight) if fusion == "linear" else RRFReranker()
+        )
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        await anyio.to_thread.run_sync(self._open_sync)
+
+    def _open_sync(self) -> None:
+        try:
+            if isinstance(self._path, Path):
+                self._path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._db = connect(self._path, self._storage_options, self._shared)
+            self._table = open_table(self._db, TABLE, self._schema)
+            self._rows = self._table.count_rows()
+            self._commits = commits_before(self._table, self._retention)
+            self._version = self._table.version
+        except StoreError:
+            raise
+        except Exception as exc:  # lance raises bare OSError/RuntimeError/ValueError
+            why = reason(exc)
+            raise StoreError(f"cannot open the episodic store at {self._path}: {why}") from exc
+
+    async def _write(self, fn: Any, *args: Any, follow: Any = None) -> Any:
+        """Run a change under the write lock; ``follow()`` then applies it to the working
+        set. A change that fails may or may not have committed: the working set is dropped.
+        On a shared table, so is a working set that missed another writer's commit: ``fn``
+        returns LanceDB's result, whose version is the one after ours."""
+        async with self._lock:
+            self._commits += 1
+            try:
+                result = await self._run(fn, *args)
+            except BaseException:
+                self._ws.drop()
+                self._version = None
+                raise
+            if self._shared:
+                version = getattr(result, "version", None)
+                if version is None or self._version is None or version != self._version + 1:
+                    self._ws.drop()  # another commit came between: reloaded on next use
+                self._version = version
+            if follow is not None:
+                follow()
+            return result
+
+    async def _follow_table(self) -> None:
+        """A shared table: if its version moved since the working set matched it (another
+        writer committed), drop the working set (each scope reloads on its next use). Costs
+        a look at the latest version (on S3, a listing)."""
+        if not self._shared or not self._ws.enabled:
+            return
+        async with self._lock:
+            version = await self._run(lambda: self._table.version)
+            if version != self._version:
+                logger.debug("table version %s -> %s: working set dropped", self._version, version)
+                self._ws.drop()
+                self._version = version
+
+    async def _mirrored(self, scope: str | None, tiers: Iterable[str] | None) -> ScopeSet | None:
+        """The working set of ``scope`` if it can answer for ``tiers`` (loaded on first use)."""
+        if scope is None or tiers is None or not set(tiers) <= set(MIRRORED):
+            return None
+        await self._follow_table()
+        found = self._ws.get(scope)
+        if found is not None or not self._ws.wanted(scope):
+            return found
+        cols = [*FIELDS, "vector"]
+        where = scope_filter(scope, MIRRORED)
+
+        def load() -> Any:
+            return self._table.search().where(where).select(cols).limit(None).to_arrow()
+
+        async with self._lock:  # no write can slip in between the read and the install
+            if self._ws.wanted(scope):
+                table = await self._run(load)
+                flat = table.column("vector").combine_chunks().flatten().to_numpy()
+                vectors = flat.reshape(-1, self._dim)
+                entries = [entry(r) for r in table.drop_columns(["vector"]).to_pylist()]
+                self._ws.install(scope, entries, vectors)
+                # The scope's rows as Arrow and as dicts are garbage now (~60 MiB at 10k
+                # memories): give them back, or a server keeps them (docs/RESULTS.md).
+                del table, flat
+                heap.trim()
+        return self._ws.get(scope)
+
+    @staticmethod
+    async def _run(fn: Any, *args: Any) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(fn, *args)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"episodic store operation failed: {reason(exc)}") from exc
+
+    # --- writes ----------------------------------------------------------------------------
+
+    async def add(self, records: list[Memory]) -> None:
+        await self._write(
+            lambda: self._table.add(to_arrow(records, self._schema, self._dim)),
+            follow=lambda: self._ws.apply(records),
+        )
+
+    async def insert(self, memory: Memory) -> bool:
+        """Store a new live memory unless its scope holds a live one with the same content
+        (:func:`.records.live_key`); returns whether it was stored. Shared: ``merge_insert``
+        on that key, the table's primary key, so of two writers inserting one text at once
+        the second commit conflicts, is retried and finds the row. Alone on its table, the
+        scope lock and :meth:`find_hash` already hold that: a plain append is cheaper."""
+        if not self._shared:
+            await self.add([memory])
+            return True
+        data = to_arrow([memory], self._schema, self._dim)
+        inserted: list[bool] = []
+
+        def run() -> Any:
+            merge = self._table.merge_insert(LIVE_KEY).when_not_matched_insert_all()
+            result = merge.execute(data, timeout=SHARED_COMMIT_TIMEOUT)
+            inserted.append(result.num_inserted_rows > 0)
+            return result
+
+        await self._write(run, follow=lambda: inserted[0] and self._ws.apply([memory]))
+        return inserted[0]
+
+    async def upsert(self, records: list[Memory]) -> None:
+        """Replace whole records by id in one commit (a batch of tier changes)."""
+        if not records:
+            return
+
+        def run() -> Any:
+            return (
+                self._table.merge_insert("id")
+                .when_matched_update_all()
+                .execute(to_arrow(records, self._schema, self._dim), timeout=SHARED_COMMIT_TIMEOUT)
+            )
+
+        await self._write(run, follow=lambda: self._ws.apply(records))
+
+    async def update(self, ids: Sequence[str], values: dict[str, Any]) -> None:
+        if not ids:
+            return
+        # Changing a mirrored column in place is rare (never on the hot path): start over.
+        follow = self._ws.drop if set(values) & {*FIELDS, "scope", "vector"} else None
+        where = ids_filter(ids)
+
+        def run() -> Any:
+            result = self._table.update(where=where, values=values)
+            if set(values) & {"scope", "tier", "content_hash"}:  # the duplicate check's key
+                for which, key in LIVE_KEY_SQL.items():
+                    result = self._table.update(f"{where} AND {which}", values_sql={LIVE_KEY: key})
+            return result
+
+        await self._write(run, follow=follow)
+
+    async def touch(self, ids: Sequence[str], when: datetime, times: int = 1) -> None:
+        """Count ``times`` recalls of each of these memories (feeds the replay score's
+        frequency bonus and the decay weight)."""
+        if not ids:
+            return
+        stamp = when.isoformat().replace("+00:00", "")
+        times = int(times)
+
+        def run() -> Any:
+            return self._table.update(
+                where=ids_filter(ids),
+                values_sql={
+                    "access_count": f"access_count + {times}",
+                    "last_access": f"CAST('{stamp}' AS TIMESTAMP)",
+                },
+            )
+
+        await self._write(run)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        await self._write(
+            lambda: self._table.delete(ids_filter(ids)), follow=lambda: self._ws.remove(ids)
+        )
+
+    async def purge_history(self) -> None:
+        """Make deletes final on disk: rebuild the full-text index, compact, and drop every
+        old table version (LanceDB keeps deleted text in old versions until then)."""
+
+        def run() -> None:
+            self._table.create_index("content", config=FTS(), replace=True)
+            with warnings.catch_warnings():
+                # LanceDB warns that this breaks readers of old versions: we hold the
+                # writer lock and this process is the table's only user (see SCALING notes).
+                warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+        await self._write(run)
+
+    def maintenance_due(self) -> bool:
+        """Whether enough changed since the last :meth:`maintain` to pay for one (retention)."""
+        return maintenance_due(self._commits, self._rows)
+
+    async def maintain(self, force: bool = True) -> bool:
+        """Compact small fragments, fold new rows into the indexes, drop old versions as
+        the retention says; then open the table afresh (see :meth:`_reopen`). Without
+        ``force``, only when :meth:`maintenance_due`. Returns whether it ran."""
+        if not force and not self.maintenance_due():
+            return False
+
+        def run() -> None:
+            self._table.optimize(cleanup_older_than=keep_since(self._table, self._retention))
+            if self._over_disk_ratio():
+                # Under the writer lock, and this process is the table's only user: no
+                # write is in flight, so unverified files are leftovers (see purge_history).
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                    self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            self._reopen()
+            heap.trim()  # what the compaction and the old handle freed goes back to the OS
+            self._rows = self._table.count_rows()
+
+        await self._write(run)
+        self._commits = 0
+        return True
+
+    def _over_disk_ratio(self) -> bool:
+        if not isinstance(self._path, Path):
+            return False
+        folder = self._path / f"{TABLE}.lance"
+        return over_disk_ratio(folder, self._table, self._retention.max_ratio)
+
+    def _reopen(self) -> None:
+        """Swap in a new connection and table handle. Why: LanceDB's handles hold on to
+        native memory with every commit (the 10k soak grew ~0.2 MB per write); a fresh
+        handle lets the old one go. Measured with scripts/measure_rss.py (1,000 writes of
+        the soak's stream): 193 -> 440 MB with one handle, 193 -> 281 MB reopened at every
+        consolidation. Reads in flight keep the old handle until they finish."""
+        db = connect(self._path, self._storage_options, self._shared)
+        table = db.open_table(TABLE)
+        self._db, self._table = db, table
+
+    # --- reads -----------------------------------------------------------------------------
+
+    async def get(self, ids: Sequence[str], vectors: bool = False) -> list[Memory]:
+        if not ids:
+            return []
+        return await self.rows(where=ids_filter(ids), vectors=vectors)
+
+    async def rows(self, *, where: str | None, vectors: bool = False) -> list[Memory]:
+        """Whole records matching ``where`` (their vectors only if asked)."""
+        found = await self._select(where, COLUMNS if vectors else META_COLUMNS)
+        return memories(found)
+
+    async def keys(self, where: str | None = None) -> list[MemoryKey]:
+        """The identity columns of the memories matching ``where`` (all by default)."""
+        return [MemoryKey(**r) for r in await self._select(where, KEY_COLUMNS)]
+
+    async def standings(self, scope: str, tiers: Iterable[str]) -> list[Standing]:
+        """What the long-term bound weighs each memory of ``tiers`` by (no whole records),
+        oldest first as :meth:`scope_rows` orders them (ties in weight fall the same way)."""
+        found = [
+            Standing(**r) for r in await self._select(scope_filter(scope, tiers), STANDING_COLUMNS)
+        ]
+        found.sort(key=lambda m: (m.created_at, m.turn or 0))
+        return found
+
+    async def _select(self, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
+        """Rows as column dicts: the store's own reads of a few columns, never handed out."""
+
+        def run() -> list[dict[str, Any]]:
+            query = self._table.search().select(columns).limit(None)
+            if where:
+                query = query.where(where)
+            return query.to_list()
+
+        return await self._run(run)
+
+    async def scope_rows(
+        self, scope: str | None, tiers: Iterable[str] | None, vectors: bool = False
+    ) -> list[Memory]:
+        found = await self.rows(where=scope_filter(scope, tiers), vectors=vectors)
+        found.sort(key=lambda m: (m.created_at, m.turn or 0))
+        return found
+
+    async def page(
+        self, scope: str, tiers: Iterable[str], limit: int, offset: int, preview: int
+    ) -> tuple[int, list[MemoryEntry]]:
+        """One page of a scope's memories in ``tiers``, newest first by when each entered its
+        tier (a just-forgotten memory leads the trash), and how many there are in all.
+        Only the sort keys of the whole scope are read; the page's rows are fetched by id."""
+        keys = await self._select(
+            scope_filter(scope, tiers), ["id", "created_at", "tier_changed_at"]
+        )
+        keys.sort(
+            key=lambda r: (r["tier_changed_at"] or r["created_at"], r["created_at"], r["id"]),
+            reverse=True,
+        )
+        chosen = [r["id"] for r in keys[offset : offset + limit]]
+        by_id = {m.id: m for m in await self.get(chosen)}
+        # A row moved or deleted between the two reads is left out rather than shown stale.
+        entries = [listing(by_id[i], preview) for i in chosen if i in by_id]
+        return len(keys), [e for e in entries if e.tier in tiers]
+
+    async def trashed_before(self, scope: str, cutoff: datetime) -> list[str]:
+        """Ids of the scope's trashed memories that went to the trash before ``cutoff``."""
+        stamp = cutoff.astimezone(UTC).isoformat().replace("+00:00", "")
+        where = f"{scope_filter(scope, ('trash',))} AND tier_changed_at <= TIMESTAMP '{stamp}'"
+        return [r["id"] for r in await self._select(where, ["id"])]
+
+    async def live_rows(self, scope: str, tiers: Iterable[str]) -> list[Entry]:
+        """The working-set fields of a scope's live memories (:data:`FIELDS`), oldest first."""
+        tiers = tuple(tiers)
+        mirrored = await self._mirrored(scope, tiers)
+        if mirrored is not None:
+            return mirrored.entries(tiers)
+        found = [entry(r) for r in await self._select(scope_filter(scope, tiers), list(FIELDS))]
+        found.sort(key=lambda e: (e.created_at, e.turn or 0))
+        return found
+
+    async def live_entry(self, scope: str, memory_id: str) -> Entry | None:
+        """One live memory of ``scope`` (working-set fields), or None if it is not one."""
+        if (mirrored := await self._mirrored(scope, LIVE)) is not None:
+            found = mirrored.entry(memory_id)
+        else:
+            got = await self.get([memory_id])
+            found = Entry.of(got[0]) if got and got[0].scope == scope else None
+        return found if found is not None and found.tier in LIVE else None
+
+    async def speakers(
+        self, scope: str, min_turns: int = 1, among: Collection[str] | None = None
+    ) -> dict[str, frozenset[str]]:
+        """Each speaker (of those ``among``, if given) of ``min_turns`` or more of the scope's
+        live memories (a turn's name, :func:`~cranimem_mcp.conversation.transcript.speaker`) and
+        the ids
+        of their turns: kept by the working set; read from the table if it is not mirrored."""
+        if (mirrored := await self._mirrored(scope, LIVE)) is not None:
+            return mirrored.speakers(min_turns, among)
+        found = turns_by_speaker((e.id, e.content) for e in await self.live_rows(scope, LIVE))
+        return {n: frozenset(ids) for n, ids in found.items()
+                if len(ids) >= min_turns and (among is None or n in among)}  # fmt: skip
+
+    async def find_hash(self, scope: str, content_hash: str) -> Memory | None:
+        """The live memory of ``scope`` with this exact content, whole (vector included)."""
+        mirrored = await self._mirrored(scope, LIVE)
+        if mirrored is not None:
+            found = mirrored.find_hash(content_hash)
+            if found is None:
+                return None
+            got = await self.get([found], vectors=True)
+            if got and got[0].content_hash == content_hash and got[0].tier in LIVE:
+                return got[0]
+            logger.warning("working set of %s out of step with the table: reloading", scope)
+            self._ws.drop(scope)
+        where = f"{scope_filter(scope, LIVE)} AND {hash_filter(content_hash)}"
+        found_rows = await self.rows(where=where, vectors=True)
+        return found_rows[0] if found_rows else None
+
+    async def count(self, scope: str | None = None, tiers: Iterable[str] | None = None) -> int:
+        tiers = None if tiers is None else tuple(tiers)
+        mirrored = await self._mirrored(scope, tiers)
+        if mirrored is not None:
+            return mirrored.count(tiers or LIVE)
+        where = scope_filter(scope, tiers)
+        return await self._run(lambda: self._table.count_rows(where))
+
+    async def census(self) -> dict[tuple[str, str], int]:
+        """Rows per (scope, tier)."""
+        out: dict[tuple[str, str], int] = {}
+        for r in await self._select(None, ["scope", "tier"]):
+            out[(r["scope"], r["tier"])] = out.get((r["scope"], r["tier"]), 0) + 1
+        return out
+
+    async def nearest(
+        self, scope: str, vector: np.ndarray, tiers: Iterable[str], limit: int
+    ) -> list[Hit]:
+        """Vector search by cosine, best first (from the working set if the scope is mirrored)."""
+        tiers = tuple(tiers)
+        mirrored = await self._mirrored(scope, tiers)
+        if mirrored is not None:
+            return [Hit(e, sim, sim) for e, sim in mirrored.nearest(vector, tiers, limit)]
+        where = scope_filter(scope, tiers)
+
+        def run() -> list[dict[str, Any]]:
+            query = self._table.search(vector.tolist()).distance_type("cosine").limit(limit)
+            query = query.where(where, prefilter=True).select([*FIELDS, "_distance"])
+            return query.to_list()
+
+        hits = []
+        for r in await self._run(run):
+            sim = 1.0 - float(r["_distance"])
+            hits.append(Hit(entry(r), sim, sim))
+        return hits
+
+    # Searches: hybrid (vector + full-text, fused) and full-text alone. A mirrored scope runs
+    # the vector half on the working set and only the full-text half in LanceDB (fusion.py).
+
+    async def hybrid(
+        self,
+        scope: str,
+        vector: np.ndarray,
+        text: str,
+        tiers: Iterable[str],
+        limit: int,
+        among: Collection[str] | None = None,
+    ) -> list[Hit]:
+        """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused), best first.
+        A mirrored scope runs the vector half on the working set and only the full-text
+        half in LanceDB, fused by the same reranker LanceDB's hybrid query uses. ``among``:
+        only these memory ids (:meth:`_hybrid_among`)."""
+        where = scope_filter(scope, tiers)
+        terms = " ".join(re.findall(r"\w+", text))
+        tiers = tuple(tiers)
+        mirrored = await self._mirrored(scope, tiers)
+        if among is not None:
+            return await self._hybrid_among(
+                scope, vector, terms, tiers, limit, set(among), mirrored
+            )
+        if mirrored is not None:
+            near = mirrored.nearest(vector, tiers, limit)
+            if not terms:  # no words to search for: a vector search, as LanceDB would run it
+                return [Hit(e, sim, sim) for e, sim in near]
+
+            found = [
+                (r["id"], float(r["_score"])) for r in await self._fts(where, terms, limit, ["id"])
+            ]
+            text = [(i, score) for i, score in found if i in mirrored]
+            return fuse(self._reranker, mirrored, vector, near, text, limit)
+
+        def run() -> list[dict[str, Any]]:
+            if not terms:
+                query = self._table.search(vector.tolist()).distance_type("cosine")
+            else:
+                query = (
+                    self._table.search(query_type="hybrid")
+                    .vector(vector.tolist())
+                    .text(terms)
+                    .distance_type("cosine")
+                    .rerank(self._reranker)
+                )
+            return query.where(where, prefilter=True).limit(limit).to_list()
+
+        hits = []
+        for r in await self._run(run):
+            sim = float(np.asarray(r["vector"], dtype=np.float32) @ vector)
+            hits.append(Hit(entry(r), sim, float(r.get("_relevance_score", sim))))
+        return hits
+
+    async def _hybrid_among(
+        self, scope: str, vector: np.ndarray, terms: str, tiers: tuple[str, ...], limit: int,
+        among: set[str], mirrored: Any,
+    ) -> list[Hit]:  # fmt: skip
+        """The vector half among ``among`` exactly; the full-text half's best 4 x ``limit``
+        of the scope, kept to ``among``."""
+        if mirrored is None:  # unmirrored: the search over all, kept to ``among``
+            found = await self.hybrid(scope, vector, terms, tiers, 4 * limit)
+            return [h for h in found if h.entry.id in among][:limit]
+        near = mirrored.nearest(vector, tiers, limit, among)
+        if not terms:
+            return [Hit(e, sim, sim) for e, sim in near]
+        where = scope_filter(scope, tiers)
+        rows = await self._fts(where, terms, 4 * limit, ["id"])
+        text = [(r["id"], float(r["_score"])) for r in rows if r["id"] in among][:limit]
+        text = [(i, score) for i, score in text if i in mirrored]
+        return fuse(self._reranker, mirrored, vector, near, text, limit)
+
+    async def _fts(
+        self, where: str | None, terms: str, limit: int, columns: list[str]
+    ) -> list[dict[str, Any]]:
+        def run() -> list[dict[str, Any]]:
+            query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
+            return query.limit(limit).select([*columns, "_score"]).to_list()
+
+        return await self._run(run)
+
+    async def text_search(
+        self, scope: str, vector: np.ndarray, terms: str, tiers: Iterable[str], limit: int
+    ) -> list[Hit]:
+        """The full-text half alone (BM25 over ``terms``), best first; each hit's similarity
+        is its cosine to ``vector``, its fused score the BM25 score."""
+        tiers = tuple(tiers)
+        ws = await self._mirrored(scope, tiers)
+        columns = list(FIELDS) if ws is not None else [*FIELDS, "vector"]
+        rows = await self._fts(scope_filter(scope, tiers), terms, limit, columns)
+        if ws is not None:
+            sims = {r["id"]: ws.similarity(r["id"], vector) for r in rows if r["id"] in ws}
+        else:
+            sims = {r["id"]: float(np.asarray(r["vector"], np.float32) @ vector) for r in rows}
+        return [Hit(entry(r), sims[r["id"]], float(r["_score"])) for r in rows if r["id"] in sims]

@@ -1,0 +1,1 @@
+"""The command line: ``cranimem-mcp`` and its subcommands."""

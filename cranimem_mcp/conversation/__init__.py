@@ -1,0 +1,1 @@
+"""Transcript-aware ranking: speakers, threads and neighbours, an option for conversation scopes."""

@@ -1,0 +1,323 @@
+"""Copulas, attributes and appositions: the facts of "X is Y" and of noun phrases.
+
+"Tom is my brother" (the owner has_brother Tom), "Biscuit is a beagle" (is_a), "User's
+manager is Priya" and "my preferred editor is Helix" (a relation noun or a preference names
+the predicate), "I'm 34" (has_age), "I'm vegetarian" and "allergic to shellfish"
+(adjectives), "is in a book club" (member_of), and the facts a noun phrase states by itself:
+"Dev, a data scientist" (is_a), "Moby-Dick, a novel by Herman Melville" (wrote), "Saginaw,
+Michigan" (located_in). The functions take the text's
+:class:`~cranimem_mcp.extraction.discourse.Discourse` and add to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cranimem_mcp.extraction.discourse import Discourse, spread
+from cranimem_mcp.extraction.lexicon import (
+    GROUPS,
+    IDENTITY_ADJ,
+    KIN_NOUNS,
+    NOUN_PREPS,
+    RELATION_NOUNS,
+    WORKS,
+    is_kin_word,
+    is_name,
+    is_time,
+    kin_of,
+)
+from cranimem_mcp.extraction.verb_frames import allergy, participle, setting, subjects_of
+from cranimem_mcp.naming import canonical_name
+
+STUDENTS = frozenset(("student", "undergrad", "undergraduate", "postdoc", "freshman",
+                      "sophomore", "junior", "senior", "candidate"))  # fmt: skip
+
+
+# Who is at a place without working there ("a patient at St. Mary's").
+NOT_STAFF = frozenset(("member", "regular", "fan", "customer", "patient", "guest", "client",
+                       "visitor", "resident", "tourist", "passenger"))  # fmt: skip
+
+
+def copula_subjects(verb: Any) -> list[Any]:
+    """A copula's subject tokens, "the name of X" read as X ("The name of my cat is Miso")."""
+    return [named_thing(t) or t for t in subjects_of(verb)]
+
+
+def named_thing(tok: Any) -> Any | None:
+    """The noun that "the name of <noun>" names ("my dog", "a volcanic island"), else None.
+    "X is the name of my dog" says what "X is my dog" says; "my dog's name" is read as is."""
+    if tok.lemma_.lower() != "name" or tok.pos_ != "NOUN":
+        return None
+    if any(c.dep_ == "poss" for c in tok.children):
+        return None
+    of = next((p for p in tok.children if p.dep_ == "prep" and p.lower_ == "of"), None)
+    obj = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
+    return obj if obj is not None and obj.pos_ == "NOUN" else None
+
+
+def copula(d: Discourse, verb: Any, subjects: list[str], neg: str) -> None:
+    """ "X is Y", "X is allergic to Y", "X is in Y": the attributes, adjectives and prepositions of
+    a copula."""
+    subj_toks = copula_subjects(verb)
+    for child in verb.children:
+        if child.dep_ == "attr":
+            for attr in spread([child]):
+                attribute(d, named_thing(attr) or attr, subj_toks, subjects, neg)
+        elif child.dep_ == "acomp":
+            for adj in spread([child]):
+                if adj.pos_ in ("NOUN", "PROPN") or names_a_value(subj_toks):
+                    attribute(d, adj, subj_toks, subjects, neg)  # a mislabelled attr
+                else:
+                    adjective(d, adj, subjects, neg)
+        elif child.dep_ == "prep":
+            word = child.lower_
+            for obj_tok in spread([c for c in child.children if c.dep_ == "pobj"]):
+                if is_time(obj_tok):
+                    continue
+                if word in ("in", "on", "with") and obj_tok.lemma_.lower() in GROUPS:
+                    pred = "member_of"  # "is in a book club called Chapter Eleven"
+                else:
+                    pred = {"in": "located_in", "from": "from",
+                            "into": "likes"}.get(word, f"be_{word}")  # fmt: skip
+                for s in subjects:
+                    d.relate(s, neg + pred, d.ref(obj_tok))
+
+
+def names_a_value(subj_toks: list[Any]) -> bool:
+    """ "my preferred drink is ...", "my employer is ...": what follows is a name, whatever
+    the parser labels it."""
+    for st in subj_toks:
+        mods = {c.lower_ for c in st.children if c.dep_ in ("amod", "compound")}
+        if any(c.dep_ == "poss" for c in st.children) and (
+            st.lemma_.lower() in RELATION_NOUNS or mods & {"preferred", "favorite", "favourite"}
+        ):
+            return True
+    return False
+
+
+def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
+    """What "X is <attr>" says: an age, a relation to an owner ("my brother"), a value of a
+    relation noun ("my employer"), a class (is_a) and the prepositions on it."""
+    if attr.text.isdigit() and int(attr.text) < 130 and not _a_thing(subj_toks):
+        if any(c.dep_ == "mark" for c in attr.head.children) or attr.head.dep_ == "advcl":
+            return  # "when I was 19"
+        for s in subjects:
+            d.relate(s, neg + "has_age", d.entity(attr.text, "Other"))
+        return
+    owner = next((c for c in attr.children if c.dep_ == "poss"), None)
+    of = [p for p in attr.children if p.dep_ == "prep" and p.lower_ == "of"]
+    if attr.pos_ == "NOUN" and (
+        (owner is not None and (is_kin_word(attr.lemma_.lower()) or kin_of(attr) in ("dog", "cat")))
+        or (of and attr.lemma_ in KIN_NOUNS)
+    ):
+        # "Tom is my brother" / "Tom is the brother of Ana"
+        possessor = d.ref(owner) if owner is not None else None
+        if possessor is None and of:
+            objs = [c for c in of[0].children if c.dep_ == "pobj"]
+            possessor = d.ref(objs[0]) if objs else None
+        for s in subjects:
+            d.relate(possessor, f"{neg}has_{kin_of(attr)}", s)
+            if attr.lemma_.lower() in KIN_NOUNS and kin_of(attr) not in ("dog", "cat", "pet"):
+                d.person(s, subject=True)
+                d.people.add(canonical_name(s))
+        if attr.lemma_.lower() in KIN_NOUNS or owner is not None:
+            return
+    # "My manager is Lena" / "User's manager is Priya Raman" / "User's preferred editor
+    # is Helix"
+    for st in subj_toks:
+        sowner = next((c for c in st.children if c.dep_ == "poss"), None)
+        if st.lemma_.lower() == "name" and sowner is not None and sowner.pos_ == "NOUN":
+            # "My husband's name is Gabriel" / "partner's name is Hemi"
+            owner2 = next((c for c in sowner.children if c.dep_ == "poss"), None)
+            who = d.ref(owner2) if owner2 is not None else d.speaker
+            name = d.person(d.phrase(attr) or attr.text, subject=True)
+            d.people.add(canonical_name(name))
+            d.relate(who, f"{neg}has_{kin_of(sowner)}", name)
+            return
+        if st.pos_ != "NOUN" or sowner is None or d.named_by(st) is not None:
+            continue
+        mods = {c.lower_ for c in st.children if c.dep_ in ("amod", "compound")}
+        if mods & {"preferred", "favorite", "favourite"}:
+            pred = "prefers" if "preferred" in mods else "likes"
+            obj = d.ref(attr) or d.entity(d.phrase(attr) or attr.text, "Other")
+            d.relate(d.ref(sowner), neg + pred, obj)
+            return
+        if _a_value(attr) and not is_kin_word(st.lemma_.lower()):
+            # "My phone number is 555-0199", "My email is jane@example.com": the owner's,
+            # as written (it was "(phone number, is_a, 555)")
+            if not _continues_a_value(attr):  # "07700 900123": read with "07700"
+                relation = "_".join((d.phrase(st) or st.lemma_).lower().split())
+                value = d.entity(_written(attr), "Other")
+                d.relate(d.ref(sowner), f"{neg}has_{relation}", value)
+            return
+        if attr.pos_ == "PROPN" or st.lemma_.lower() in RELATION_NOUNS:
+            name = d.ref(attr) or d.entity(attr.text, "Other")
+            pred = RELATION_NOUNS.get(st.lemma_.lower(), f"has_{kin_of(st)}")
+            d.relate(d.ref(sowner), neg + pred, name)
+            if name and (attr.ent_type_ in ("PERSON", "") or st.lemma_ in KIN_NOUNS):
+                d.retype(name, "Person")
+                d.last_person = name
+            return
+    low = attr.lemma_.lower()
+    if low == "fan":
+        for c in attr.children:
+            if c.dep_ == "compound" and c.pos_ == "PROPN":  # "a huge Arsenal fan"
+                for s in subjects:
+                    d.relate(s, neg + "likes", d.ref(c))
+    cls = d.phrase(attr)
+    if low in ("member", "part", "fan", "one", "kind", "type") or owner is not None:
+        cls = None  # "piano is my main instrument": a relation to the owner, not a class
+    if cls and not (attr.pos_ == "PRON"):
+        for s in subjects:
+            d.relate(
+                s,
+                neg + "is_a",
+                d.entity(cls, "Other") if attr.pos_ != "PROPN" else d.ref(attr),
+            )
+    for prep in (c for c in attr.children if c.dep_ == "prep"):
+        key = (attr.lemma_.lower(), prep.lower_)
+        for obj_tok in spread([c for c in prep.children if c.dep_ == "pobj"]):
+            if is_time(obj_tok):
+                continue
+            pred = NOUN_PREPS.get(key)
+            if (
+                pred is None
+                and prep.lower_ in ("in", "near")
+                and obj_tok.ent_type_ in ("GPE", "LOC")
+            ):
+                pred = "located_in" if prep.lower_ == "in" else "located_near"
+            if (
+                pred is None
+                and prep.lower_ in ("at", "for")
+                and attr.pos_ == "NOUN"
+                and (
+                    obj_tok.ent_type_ == "ORG"
+                    or (_first_person(subj_toks) and is_name(obj_tok) and not obj_tok.ent_type_)
+                )
+                and attr.lemma_.lower() not in NOT_STAFF
+            ):
+                # "I'm a nurse at St. Mary's Hospital": without the recogniser, a capitalised
+                # name, only in the first person (prose capitalises too much: "a bridge at
+                # Sutliff", "screened at the Toronto International Film Festival")
+                pred = "studies_at" if attr.lemma_.lower() in STUDENTS else "works_at"
+            if (
+                pred is None
+                and prep.lower_ in ("in", "with", "for", "on")
+                and (obj_tok.ent_type_ == "ORG" or obj_tok.lemma_.lower() in GROUPS)
+                and attr.pos_ == "NOUN"
+            ):
+                pred = "member_of"  # "a violinist in the Borusan Istanbul Philharmonic"
+            if pred:
+                for s in subjects:
+                    d.relate(s, neg + pred, d.ref(obj_tok))
+    for clause in (c for c in attr.children if c.dep_ in ("acl", "relcl")):
+        if clause.tag_ == "VBN" and not any(c.dep_.startswith("nsubj") for c in clause.children):
+            participle(d, clause)
+
+
+def _first_person(subj_toks: list[Any]) -> bool:
+    return any(st.pos_ == "PRON" and st.lower_ in ("i", "we") for st in subj_toks)
+
+
+def _a_thing(subj_toks: list[Any]) -> bool:
+    """A subject that has no age: a possessed noun other than a person or a pet ("my
+    apartment number is 42")."""
+    return any(
+        st.pos_ == "NOUN"
+        and any(c.dep_ == "poss" for c in st.children)
+        and not is_kin_word(st.lemma_.lower())
+        and kin_of(st) not in ("dog", "cat", "pet")
+        for st in subj_toks
+    )
+
+
+def _a_value(tok: Any) -> bool:
+    """A number, an address or a code, not a word or a date: what a noun like "number" or
+    "email" is."""
+    if any(is_time(t) and not t.text.isdigit() for t in tok.subtree):
+        return False  # "My birthday is March 3rd": a date is a fact's time, not its object
+    # digits, not a number word ("New York's 3rd District is one of 63")
+    return any(ch.isdigit() for ch in tok.text) or tok.like_email or tok.like_url
+
+
+def _continues_a_value(tok: Any) -> bool:
+    """A number right after another one, a space apart ("07700 900123")."""
+    doc = tok.doc
+    return tok.i > 0 and doc[tok.i - 1].like_num and doc[tok.i - 1].whitespace_ == " "
+
+
+def _written(tok: Any) -> str:
+    """The token as the text writes it, with what is glued to it ("555-0199") and the
+    numbers that follow it a space apart ("07700 900123"), without the sentence's closing
+    punctuation."""
+    doc, text = tok.doc, tok.doc.text
+    last = tok.i
+    while last + 1 < len(doc) and doc[last + 1].like_num and doc[last].whitespace_ == " ":
+        last += 1
+    start, end = tok.idx, doc[last].idx
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return text[start:end].rstrip(".,;:!?)\"'").lstrip("(\"'") or tok.text
+
+
+def adjective(d: Discourse, adj: Any, subjects: list[str], neg: str) -> None:
+    """ "X is <adj>": "allergic to", "married to", an identity ("vegetarian")."""
+    low = adj.lower_
+    preps = [
+        c
+        for c in adj.children
+        if c.dep_ == "prep" and not any(setting(o) for o in c.children if o.dep_ == "pobj")
+    ]
+    for x in (c for c in adj.children if c.dep_ == "xcomp" and low in ("allergic", "intolerant")):
+        for t in [x, *(c for c in x.children if c.dep_ == "conj")]:
+            for s in subjects:  # "allergic to shellfish", parsed as "to shellfish" (a verb)
+                d.relate(s, neg + f"{low}_to", d.entity(d.phrase(t) or t.text, "Other"))
+    for prep in preps:
+        for obj_tok in spread([c for c in prep.children if c.dep_ == "pobj"]):
+            pred = {"allergic": "allergic_to", "married": "married_to",
+                    "intolerant": "intolerant_to"}.get(low, f"{low}_{prep.lower_}")  # fmt: skip
+            for s in subjects:
+                d.relate(s, neg + pred, d.ref(obj_tok))
+    if not preps and low in IDENTITY_ADJ:
+        for s in subjects:
+            d.relate(s, neg + "is_a", d.entity(low, "Other"))
+
+
+def noun_facts(d: Discourse, noun: Any) -> None:
+    """Facts a noun phrase states by itself: "Dev, a data scientist" (is_a), "Moby-Dick,
+    a novel by Herman Melville" (wrote)."""
+    head_tok = noun.head
+    if noun.dep_ == "appos" and noun.lemma_.lower() in WORKS:
+        for by in (c for c in noun.children if c.dep_ == "prep" and c.lower_ == "by"):
+            for author in (c for c in by.children if c.dep_ == "pobj"):
+                d.relate(d.ref(author), WORKS[noun.lemma_.lower()], d.ref(head_tok))
+    if noun.dep_ == "appos" and (head_tok.pos_ == "PROPN" or head_tok.text[:1].isupper()):
+        head = d.ref(head_tok)
+        cls = d.phrase(noun)
+        if head and cls and noun.lemma_.lower() not in KIN_NOUNS:
+            d.relate(head, "is_a", d.entity(cls, "Other"))
+        for prep in (c for c in noun.children if c.dep_ == "prep" and c.lower_ == "in"):
+            for place in (c for c in prep.children if c.dep_ == "pobj"):
+                if place.ent_type_ in ("GPE", "LOC"):  # "Suwon, a city in South Korea"
+                    d.relate(head, "located_in", d.ref(place))
+    if noun.lemma_.lower() == "allergy":
+        owner = next((c for c in noun.children if c.dep_ == "poss"), None)
+        if owner is not None:
+            allergy(d, noun, [s for s in [d.ref(owner)] if s], "")
+
+
+def place_facts(d: Discourse, tok: Any) -> None:
+    """ "Saginaw, Michigan": the second place contains the first."""
+    if (
+        tok.ent_type_ == "GPE"
+        and tok.dep_ in ("appos", "npadvmod", "conj")
+        and (
+            tok.head.ent_type_ == "GPE"
+            and tok.head.i < tok.i
+            and any(t.text == "," for t in tok.doc[tok.head.i : tok.i])
+            and tok.dep_ != "conj"
+        )
+    ):
+        d.relate(d.ref(tok.head), "located_in", d.ref(tok))

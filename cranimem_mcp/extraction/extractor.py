@@ -1,0 +1,307 @@
+"""The heuristic extractor: the linkage engine's model (paper B.4) when no LLM answers.
+
+A real fallback, not a stub. It reads each sentence's dependency parse (spaCy's small English
+pipeline, :mod:`cranimem_mcp.extraction.syntax`) and turns clauses into facts: subject-verb-object
+and
+verb-preposition-object with coordination on both sides, copulas ("Tom is my brother",
+"Biscuit is a beagle"), possessives and appositions ("my sister Ana", "User's manager is
+..."), relative clauses and participles ("which is based in", "directed by"), passives
+written active, negation (``not_`` before the predicate: "doesn't like X" never gives
+``likes``), and he/she resolved to the last person named. First person and "the user" are
+the entity ``User`` (in a transcript turn "Name: ...", the speaker). Canonical predicates
+come from a small table of verb lemmas (:data:`VERBS`); any other verb keeps its lemma (and
+preposition). Entity types come from a name's role in its facts (what one lives in is a
+Location, works at an Organization; a relation word names a Person); the pipeline runs
+without its named-entity recogniser (:data:`cranimem_mcp.extraction.syntax.EXCLUDED`, for cost), and
+the rules read its labels only when it is there.
+
+This module reads a text: the speaker, subjectless notes, and each sentence's clauses handed
+to their readers, :mod:`~cranimem_mcp.extraction.verb_frames` (verbs and their objects) and
+:mod:`~cranimem_mcp.extraction.copulas` (copulas, attributes, appositions), which add to the text's
+:class:`~cranimem_mcp.extraction.discourse.Discourse` (its entities, facts and what its pronouns
+refer
+to); the words they know are in :mod:`~cranimem_mcp.extraction.lexicon`. :data:`DATE`,
+:data:`FIRST_PERSON` and :func:`proper_spans` are the lexicon's cues the heuristic tagger
+shares, importable from here; entity names merge by
+:func:`cranimem_mcp.naming.canonical_name`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from cranimem_mcp.extraction import syntax
+from cranimem_mcp.extraction.copulas import (
+    adjective,
+    copula,
+    copula_subjects,
+    noun_facts,
+    place_facts,
+)
+from cranimem_mcp.extraction.discourse import Discourse, spread
+from cranimem_mcp.extraction.lexicon import (
+    DATE,
+    ENT_TYPES,
+    FIRST_PERSON,
+    FIRST_PRONOUNS,
+    JOBS,
+    PAST_AS_ADJ,
+    SKIP_ENTS,
+    THIRD_PRONOUNS,
+    VERBS,
+    is_time,
+    kin_of,
+    passive_marked,
+    proper_spans,
+    verb_lemma,
+)
+from cranimem_mcp.extraction.verb_frames import (
+    direct,
+    irrealis,
+    participle,
+    preposition,
+    subjects_of,
+)
+from cranimem_mcp.models import Extraction
+from cranimem_mcp.naming import canonical_name
+
+__all__ = [
+    "DATE",
+    "FIRST_PERSON",
+    "HeuristicExtractor",
+    "extract_one",
+    "proper_spans",
+    "utterance",
+]
+
+# "Melanie: I just ..." and "[1:56 pm on 8 May, 2023] Melanie: ..." name the speaker.
+_SPEAKER = re.compile(r"^\s*(?:\[[^\]]{0,80}\]\s*)?([A-Z][\w'’\-]*(?: [A-Z][\w'’\-]*)?):\s+")
+# A note without a subject is about the user: "Prefers answers in British English."
+_SUBJECTLESS_IS = re.compile(
+    r"^(?:allergic|intolerant|vegetarian|vegan|based|married|fluent|afraid|lactose)\b", re.I
+)
+_SUBJECTLESS = re.compile(
+    r"^(?:prefers|likes|loves|enjoys|dislikes|hates|uses|lives|works|speaks|wants|needs|"
+    r"drinks|eats|avoids|owns|has|is|studies|plays|drives|takes|runs|reads|writes|"
+    r"teaches|volunteers|goes|keeps|follows|supports|favou?rs|attends|manages|leads)\b",
+    re.I,
+)
+
+
+def sentence(d: Discourse, sent: Any) -> None:
+    """One sentence's facts: each verb's clause, each noun phrase's own facts, and the
+    named people "he" and "she" may refer to next."""
+    for ent in sent.ents:
+        if ent.label_ not in SKIP_ENTS:
+            text = ent.text[4:] if ent.text.lower().startswith("the ") else ent.text
+            d.entity(text, ENT_TYPES.get(ent.label_, "Other"))
+            if ent.label_ == "PERSON" and ent.start < sent.end:
+                pass
+    for tok in sent:
+        if tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass"):
+            clause(d, tok)
+        elif tok.pos_ == "NOUN":
+            d.named_by(tok)
+            noun_facts(d, tok)
+        elif tok.pos_ == "PROPN":
+            place_facts(d, tok)
+        if tok.lower_ in PAST_AS_ADJ and tok.dep_ == "amod" and tok.i > sent.start:
+            before = tok.doc[tok.i - 1]
+            if before.lower_ in ("'ve", "’ve", "have", "had", "'d") and before.i > sent.start:
+                before = tok.doc[before.i - 1]  # "I've preferred mint tea"
+            if (
+                before.pos_ == "PRON"
+                and before.dep_ != "poss"
+                and before.lower_ in (FIRST_PRONOUNS | THIRD_PRONOUNS)
+            ):
+                pred = VERBS.get((PAST_AS_ADJ[tok.lower_], None), PAST_AS_ADJ[tok.lower_])
+                d.relate(d.ref(before), pred, d.ref(tok.head))
+        if tok.text.isdigit() and tok.dep_ == "appos" and tok.head.pos_ == "PROPN":
+            d.relate(d.ref(tok.head), "has_age", d.entity(tok.text, "Other"))
+        if tok.ent_type_ == "PERSON" and tok.dep_ in ("nsubj", "nsubjpass", "appos", "attr",
+                                                      "pobj", "dobj", "conj"):  # fmt: skip
+            d.last_person = d.phrase(tok) or d.last_person
+
+
+def clause(d: Discourse, verb: Any) -> None:
+    """A verb's clause, handed to the reader of its kind: a copula, a participle, a verb
+    frame; nothing for a wish or a plan."""
+    if irrealis(verb):
+        return
+    toks = copula_subjects(verb) if verb_lemma(verb) == "be" else subjects_of(verb)
+    subjects = [s for s in (d.ref(t) for t in toks if not is_time(t)) if s]
+    if verb.lemma_.lower() in ("call", "name") and not passive_marked(verb):
+        return  # "a beagle called Biscuit": read by called()
+    if (
+        verb.dep_ == "acl"
+        and verb.tag_ == "VBN"
+        and not any(c.dep_ in ("nsubj", "nsubjpass") for c in verb.children)
+    ):
+        participle(d, verb)
+        return
+    if not subjects:
+        return
+    negated = any(c.dep_ == "neg" for c in verb.children) or no_longer(verb)
+    neg = "not_" if negated else ""
+    lemma = verb_lemma(verb)
+    if lemma == "get" and any(c.dep_ == "aux" and c.lemma_ == "have" for c in verb.children):
+        lemma = "have"  # "I've got a Nikon"
+    passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children) or (
+        verb.tag_ == "VBN" and any(c.dep_ == "agent" for c in verb.children)
+    )  # "directed by X and produced by Y": the second verb has only its agent
+    if any(c.dep_ == "preconj" and c.lower_ == "neither" for t in verb.subtree for c in t.children):
+        neg = "not_"  # "eats neither beef nor pork"
+    if lemma == "be":
+        copula(d, verb, subjects, neg)
+        return
+    if lemma in ("call", "name") and passive:  # "My dog is called Pretzel"
+        for n in (c for c in verb.children if c.dep_ in ("oprd", "attr") and c.pos_ == "PROPN"):
+            for st in subjects_of(verb):
+                owner = next((c for c in st.children if c.dep_ == "poss"), None)
+                if owner is not None and st.pos_ == "NOUN":
+                    name = d.entity(d.phrase(n) or n.text, "Other")
+                    d.relate(d.ref(owner), f"has_{kin_of(st)}", name)
+        return
+    has_object = any(c.dep_ == "dobj" for c in verb.children)
+    jobs = [c for c in verb.children if c.dep_ == "dobj" and c.lemma_.lower() in JOBS]
+    if jobs:
+        preps = [c for t in (verb, *jobs) for c in t.children if c.dep_ == "prep"]
+        for prep in (p for p in preps if p.lower_ in ("at", "with")):
+            for place in spread([c for c in prep.children if c.dep_ == "pobj"]):
+                for s in subjects:  # "I got a job at Globex"
+                    d.relate(s, neg + "works_at", d.ref(place))
+        return
+    for child in verb.children:
+        if (
+            child.dep_ in ("dobj", "attr", "oprd")
+            or (child.dep_ == "xcomp" and child.pos_ == "NOUN")
+            or (not has_object and bare_object(verb, lemma, child))
+        ) and not passive:
+            for obj_tok in spread([child]):
+                direct(d, verb, lemma, subjects, obj_tok, neg)
+        elif child.dep_ == "prep" and has_object and child.lower_ == "for":
+            # a purpose ("uses Linear for issue tracking"), not a fact; but "Obsidian
+            # for notes and Todoist for tasks" holds a second object
+            preposition(d, lemma, child, subjects, neg, parallel_only=True)
+            continue
+        elif child.dep_ == "agent" and passive:
+            for obj_tok in spread([c for c in child.children if c.dep_ == "pobj"]):
+                agent = d.ref(obj_tok)
+                pred = "works_at" if lemma == "employ" else VERBS.get((lemma, None), lemma)
+                for s in subjects:
+                    if lemma == "employ":
+                        d.relate(s, neg + pred, agent)
+                    else:
+                        d.relate(agent, neg + pred, s)
+        elif child.dep_ == "prep":
+            preposition(d, lemma, child, subjects, neg)
+        elif child.dep_ == "acomp":
+            for adj in spread([child]):
+                adjective(d, adj, subjects, neg)
+        elif child.dep_ in ("npadvmod", "dobj") and child.like_num and lemma == "turn":
+            for s in subjects:  # "Ava just turned 6"
+                d.relate(s, "has_age", d.entity(child.text, "Other"))
+
+
+def no_longer(verb: Any) -> bool:
+    """ "I no longer work at Acme", "I'm no longer vegetarian" (the "no" hangs on "longer",
+    not on the verb), "I stopped working at Acme", "I used to live in Boston": the clause
+    denies what it names now (a "used to" state held once; what is stored is that it is
+    over, the memory's text keeps the rest)."""
+    if verb.dep_ == "xcomp" and verb.tag_ == "VBG" and verb_lemma(verb.head) in ("stop", "quit"):
+        return True
+    if (
+        verb.dep_ == "xcomp"
+        and verb.head.lower_ == "used"
+        and verb.head.tag_ == "VBD"  # "a lamp is used to illuminate": no "used to"
+        and not any(c.dep_ in ("auxpass", "nsubjpass", "dobj") for c in verb.head.children)
+        and any(c.dep_ == "nsubj" for c in verb.head.children)  # "a term used to refer": no
+        and any(c.dep_ == "aux" and c.lower_ == "to" for c in verb.children)
+    ):
+        return True
+    heads = [verb, *(c for c in verb.children if c.dep_ in ("acomp", "attr"))]
+    return any(
+        c.dep_ == "advmod" and c.lower_ == "longer" and any(g.lower_ == "no" for g in c.children)
+        for h in heads
+        for c in h.children
+    )
+
+
+# Verbs whose object the small parser reads as an adverb or a verb when it is one bare word
+# at the end of the clause ("I hate cilantro": an adverb; "I can't eat gluten": a verb).
+_BARE_OBJECT_VERBS = frozenset(
+    "like love enjoy adore prefer hate dislike detest loathe eat drink avoid".split()
+)
+
+
+def bare_object(verb: Any, lemma: str, child: Any) -> bool:
+    """The one word right after a verb that takes an object, nothing hanging on it and the
+    clause ending there: an object the parser tagged as something else; a gerund is the
+    activity ("I enjoy hiking", "I hate flying")."""
+    if lemma not in _BARE_OBJECT_VERBS or child.i != verb.i + 1:
+        return False
+    deps = ("xcomp", "advmod", "acomp", "ccomp", "advcl")
+    if child.dep_ not in deps or child.pos_ not in ("VERB", "ADJ"):
+        return False
+    if any(c.dep_ not in ("cc", "conj") for c in child.children):  # "... and olives": spread
+        return False
+    end = child.right_edge.i + 1
+    return end >= len(child.doc) or child.doc[end].is_punct or child.doc[end].is_sent_start
+
+
+def utterance(text: str) -> tuple[str, str]:
+    """Who says ``text`` and what they say: a transcript turn's speaker ("[date] Ana: ...")
+    or the User, and the text without its label (what is parsed)."""
+    match = _SPEAKER.match(text)
+    if match and match.group(1) not in ("Note", "User", "Update", "Reminder", "Fact", "Todo"):
+        return match.group(1), text[match.end() :]
+    return "User", text[match.end() :] if match else text
+
+
+@lru_cache(maxsize=4096)
+def extract_one(text: str) -> Extraction:
+    """The facts of one memory, from its dependency parse. Remembered per text: a write
+    parses its text once, and the consolidation that links it later reads the same result
+    (shared: callers must not change it)."""
+    speaker, text = utterance(text)
+    reader = Discourse(speaker)
+    if speaker != "User":
+        reader.entity(speaker, "Person")
+    doc = syntax.parse(text)
+    for sent in doc.sents:
+        stripped = sent.text.strip()
+        if _SUBJECTLESS.match(stripped) and not any(
+            t.dep_ in ("nsubj", "nsubjpass") and t.head.dep_ == "ROOT" and t.i > sent.start
+            for t in sent
+        ):
+            # A note without its subject: read it with one.
+            redo = syntax.parse(f"{speaker} {stripped[0].lower()}{stripped[1:]}")
+            for s in redo.sents:
+                sentence(reader, s)
+            continue
+        if _SUBJECTLESS_IS.match(stripped):
+            redo = syntax.parse(f"{speaker} is {stripped[0].lower()}{stripped[1:]}")
+            for s in redo.sents:
+                sentence(reader, s)
+            continue
+        sentence(reader, sent)
+    if any(r.subject == speaker or r.object == speaker for r in reader.relations.values()):
+        reader.entity(speaker, "Person")
+    for rel in reader.relations.values():
+        for name in (rel.subject, rel.object):
+            if canonical_name(name) not in reader.entities:
+                reader.entity(name, "Other")
+    return Extraction(
+        entities=list(reader.entities.values()), relations=list(reader.relations.values())
+    )
+
+
+class HeuristicExtractor:
+    """Facts from each sentence's dependency parse (no LLM)."""
+
+    name = "heuristic"
+
+    async def extract(self, texts: list[str]) -> list[Extraction]:
+        return [extract_one(t) for t in texts]

@@ -1,0 +1,416 @@
+"""Dual-path recall (paper B.5): the episodic path and the graph path, merged into one
+compact context block.
+
+Episodic path: LanceDB hybrid search (vector + full-text, fused by reciprocal rank) over the
+scope's buffer (``[recent]``) and long-term memories (``[memory]``). Graph path: the query's
+entities, and those of the best memories, are linked to graph nodes (:func:`link`: any span
+of up to five words that names an entity of the scope, and the speaker for a first-person
+text); a walk of up to ``hops`` collects facts with their support and source memories.
+Facts are scored by cosine to the query, discounted per hop and lifted by support.
+A query naming a number or an identifier puts the few memories holding it first
+(:mod:`.exact`). The trash is searched only when ``paths`` names it; otherwise, when the
+scope has trash, a small search over it tells the result which trashed memories would have
+answered better (``trashed``, ``notice``): nothing pruned or forgotten vanishes silently.
+
+The context block (:mod:`.context`) never exceeds ``max_chars``; it holds the best-scoring
+memories that fit, then the best-scoring facts in the room left, every line labelled.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from rdflib import URIRef
+
+from cranimem_mcp.backends.embeddings import Embedder, EmbeddingCache
+from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.buffer.working_set import LIVE, Entry
+from cranimem_mcp.conversation import speakers
+from cranimem_mcp.conversation.rerank import Rerank, rerank
+from cranimem_mcp.coordination import RecallCounts
+from cranimem_mcp.errors import InvalidInput
+from cranimem_mcp.extraction import linkage, syntax
+from cranimem_mcp.graph.store import GraphStore
+from cranimem_mcp.models import (
+    MAX_CONTENT,
+    MAX_K,
+    MIN_CHARS,
+    MIN_K,
+    Fact,
+    RecallItem,
+    RecallResult,
+    fact_text,
+)
+from cranimem_mcp.recall import exact
+from cranimem_mcp.recall.context import render
+from cranimem_mcp.temporal import decay
+from cranimem_mcp.validation import check_scope, check_text, check_time, now
+
+_WORD = re.compile(r"[\w'’&\-.]+")
+_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
+NO_RERANK = Rerank()
+SPEAKER = "User"  # the extractors' name for the one who speaks in the first person
+
+
+async def _everyone(
+    episodic: EpisodicStore, scope: str, query: str, qvec: np.ndarray, k: int,
+    as_of: datetime | None, policy: Rerank, tiers: tuple[str, ...], named: frozenset[str],
+) -> list[tuple[Entry, float]]:  # fmt: skip
+    """The hybrid search over every memory of ``tiers``, re-scored by ``policy``."""
+    pool = k * policy.pool
+    limit = pool if as_of is None else 4 * pool
+    hits = await episodic.hybrid(scope, qvec, query, tiers, limit=limit)
+    if as_of is not None:
+        # What was known then: memories of events up to that time.
+        hits = [h for h in hits if h.entry.happened_at <= as_of][:pool]
+    entries = await episodic.live_rows(scope, LIVE) if policy.active and tiers == LIVE else []
+    if as_of is not None:
+        entries = [e for e in entries if e.happened_at <= as_of]
+    # The fused rank orders the candidates; the score is the cosine, lifted a little for the
+    # ones full-text search also found near the top (and by the re-scoring, when it is on).
+    return rerank(hits, entries, named, policy)
+
+
+async def episodic_path(
+    episodic: EpisodicStore,
+    scope: str,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    as_of: datetime | None = None,
+    policy: Rerank = NO_RERANK,
+    tiers: tuple[str, ...] = LIVE,
+    focus: speakers.Focus | None = None,
+    speaker_policy: Rerank = NO_RERANK,
+) -> list[RecallItem]:
+    """The best ``k`` memories of the hybrid search for ``query`` (embedded as ``qvec``),
+    re-scored by ``policy``. With ``focus`` (the query names speakers of the scope; ``query``
+    is then the query without their names), the speakers' own turns come first: a hybrid
+    search among them, re-scored by ``speaker_policy`` (their neighbours join)."""
+    named = focus.names if focus is not None else frozenset()
+    own: list[tuple[Entry, float]] = []
+    if focus is not None:  # the named speakers' own turns first, then the others
+        own = await speakers.their_turns(
+            episodic, scope, query, qvec, k, as_of, focus, speaker_policy
+        )
+    # Why skip: with k of the speakers' turns in hand, the search over everyone would only
+    # rank below them, past the k returned (-10 to 15 ms a recall at 1k memories).
+    ranked = own if len(own) >= k else speakers.first(
+        own, await _everyone(episodic, scope, query, qvec, k, as_of, policy, tiers, named)
+    )  # fmt: skip
+    words = exact.tokens(query)
+    if words:  # a number or an identifier: the few memories holding it go first
+        found = await episodic.text_search(scope, qvec, " ".join(words), tiers, 4 * (k + 1))
+        if as_of is not None:
+            found = [h for h in found if h.entry.happened_at <= as_of]
+        live = await episodic.count(scope, tiers)
+        ranked = exact.first(ranked, exact.matches(found, words, k, live))
+    ranked = ranked[:k]
+    return [
+        RecallItem(
+            id=memory.id,
+            path=PATH_OF[memory.tier],
+            content=memory.content,
+            score=round(score, 4),
+            created_at=memory.created_at,
+            tier=memory.tier,
+            observed_at=memory.observed_at,
+        )
+        for memory, score in ranked
+    ]
+
+
+def merged(rankings: list[list[RecallItem]], k: int) -> list[RecallItem]:
+    """The best ``k`` of several scopes' rankings, each kept in its own order: the next is
+    the best-scoring of the scopes' next items."""
+    heads = [(-ranking[0].score, n, 0) for n, ranking in enumerate(rankings) if ranking]
+    heapq.heapify(heads)
+    out: list[RecallItem] = []
+    while heads and len(out) < k:
+        _score, n, i = heapq.heappop(heads)
+        out.append(rankings[n][i])
+        if i + 1 < len(rankings[n]):
+            heapq.heappush(heads, (-rankings[n][i + 1].score, n, i + 1))
+    return out
+
+
+def _current_first(facts: list[Fact]) -> None:
+    """A fact that changed: the question is about its subject and relation, not about the
+    old object's wording. So the current fact takes the best score of its history and the
+    superseded ones count half."""
+    best: dict[tuple[str, str], float] = {}
+    for f in facts:
+        key = (f.subject, f.predicate)
+        best[key] = max(best.get(key, f.score), f.score)
+    for f in facts:
+        if f.superseded:
+            f.score = round(f.score * 0.5, 4)
+        elif any(g.superseded and (g.subject, g.predicate) == (f.subject, f.predicate)
+                 for g in facts):  # fmt: skip
+            f.score = best[(f.subject, f.predicate)]
+
+
+def mentions(text: str, max_words: int = 5) -> list[str]:
+    """The names by which ``text`` may mention an entity: every span of up to ``max_words``
+    words, longest first and left to right within a length, each also without a final
+    "'s"; then the speaker, if the text speaks in the first person (a first-person question
+    is about them)."""
+    words = [w.strip(".") for w in _WORD.findall(text)]
+    names: list[str] = []
+    for n in range(max_words, 0, -1):
+        for i in range(len(words) - n + 1):
+            span = " ".join(words[i : i + n])
+            names += (span, span[:-2] if span.endswith("'s") else span)
+    if _FIRST_PERSON.search(text):
+        names.append(SPEAKER)
+    return names
+
+
+async def link(
+    graph: GraphStore, scope: str, texts: Iterable[str], max_words: int = 5
+) -> list[URIRef]:
+    """The entity nodes of the scope the texts mention, in order of first mention, the
+    first text's first. One store call for all: a recall links the query and its top
+    memories."""
+    names = dict.fromkeys(name for text in texts for name in mentions(text, max_words))
+    return await graph.entities_named(scope, names)
+
+
+async def graph_path(
+    graph: GraphStore,
+    embedder: Embedder,
+    scope: str,
+    query: str,
+    qvec: np.ndarray,
+    seed_texts: list[str],
+    hops: int,
+    max_facts: int,
+    as_of: datetime | None = None,
+    half_life_days: float = 0.0,
+) -> list[Fact]:
+    """Facts linked to the query. Support lifts a fact's score, decayed by the time since
+    it was last asserted; a superseded fact (not asked about ``as_of``) counts half and is
+    labelled "previously"."""
+    if hops <= 0 or max_facts <= 0:
+        return []
+    seeds = await link(graph, scope, [query, *seed_texts])
+    if not seeds:
+        return []
+    facts = await graph.facts(scope, seeds[:16], hops, limit=max_facts * 2, as_of=as_of)
+    if not facts:
+        return []
+    vectors = await embedder.embed([fact_text(f) for f in facts])
+    clock = as_of or datetime.now(UTC)
+    for fact, vec in zip(facts, vectors, strict=True):
+        cosine = float(vec @ qvec)
+        age = clock - (fact.last_seen or clock)
+        lift = 0.03 * math.log2(1 + fact.support) * decay(age, half_life_days)
+        score = cosine * (0.9 ** (fact.hops - 1)) + lift
+        fact.score = round(score, 4)
+    if as_of is None:
+        _current_first(facts)
+    facts.sort(key=lambda f: -f.score)
+    return facts[:max_facts]
+
+
+PATHS = ("episodic", "graph", "trash")
+DEFAULT_PATHS = ("episodic", "graph")  # the trash only when asked
+PATH_OF = {"buffer": "recent", "longterm": "memory", "trash": "trash"}
+TRASH = ("trash",)
+
+
+@dataclass(frozen=True)
+class RecallPolicy:
+    """The settings values recall works by (the engine reads them from Settings)."""
+
+    k: int  # memories returned when the caller does not say
+    max_chars: int  # of the context block when the caller does not say
+    hops: int  # of the graph walk
+    max_facts: int
+    min_score: float  # below it, nothing is rendered
+    half_life_days: float  # of a fact's weight once it has ended
+    rerank: Rerank = NO_RERANK  # how the episodic candidates are re-scored
+    # A name heading this many memories of the scope is a speaker: when the query names one,
+    # the episodic search leaves the name out of its words and puts the speaker's own turns
+    # first, re-scored by ``speaker_rerank`` (:mod:`.speakers`; 0 = off).
+    speaker_turns: int = 0
+    speaker_rerank: Rerank = NO_RERANK
+
+
+def trash_notice(trashed: list[str], k: int) -> str:
+    count = f"{len(trashed)} or more" if len(trashed) >= k else str(len(trashed))
+    noun, verb = ("memory", "matches") if count == "1" else ("memories", "match")
+    return (
+        f"{count} {noun} in the trash (pruned by the long-term bound, or forgotten) {verb} "
+        f"this query better than what is returned here: {', '.join(trashed)}. Recall with "
+        'paths ["episodic", "trash"] to read them; `restore` with their ids brings them back.'
+    )
+
+
+class DualPathRecall:
+    """Runs both paths per scope, marks outdated memories, renders one context block and
+    notes what was recalled (the replay score's frequency bonus, the decay weight)."""
+
+    def __init__(
+        self,
+        *,
+        policy: RecallPolicy,
+        embedder: Embedder,
+        cached: EmbeddingCache,
+        episodic: EpisodicStore,
+        graph: GraphStore,
+        recalls: RecallCounts,
+    ) -> None:
+        self.policy = policy
+        self.embedder = embedder
+        self.cached = cached
+        self.episodic = episodic
+        self.graph = graph
+        self.recalls = recalls
+
+    async def recall(
+        self,
+        query: str,
+        scope: str = "default",
+        k: int | None = None,
+        max_chars: int | None = None,
+        paths: list[str] | None = None,
+        as_of: str | datetime | None = None,
+        all_scopes: bool = False,
+    ) -> RecallResult:
+        """Dual-path recall. ``as_of`` (ISO 8601) recalls what was known to hold then:
+        facts valid at that time and memories of events up to it. ``all_scopes`` searches
+        every scope (``scope`` is then ignored) and keeps the best ``k`` memories overall;
+        each item names its scope."""
+        started = time.perf_counter()
+        query = check_text("query", query, MAX_CONTENT)
+        scope = check_scope(scope)
+        r = self.policy
+        k = r.k if k is None else k
+        max_chars = r.max_chars if max_chars is None else max_chars
+        if not MIN_K <= k <= MAX_K:
+            raise InvalidInput(f"k must be between {MIN_K} and {MAX_K}")
+        if max_chars < MIN_CHARS:
+            raise InvalidInput(f"max_chars must be at least {MIN_CHARS}")
+        paths = list(DEFAULT_PATHS) if paths is None else paths
+        if not paths or any(p not in PATHS for p in paths):
+            raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
+
+        when = check_time(as_of) if as_of is not None else None
+
+        scopes = [scope]
+        if all_scopes:
+            scopes = sorted({s for s, _t in await self.episodic.census()}) or [scope]
+        rankings: list[list[RecallItem]] = []  # each scope's, in its own order
+        facts: list[Any] = []
+        trashed: list[str] = []
+        tiers = (LIVE if "episodic" in paths else ()) + (TRASH if "trash" in paths else ())
+        policy = r.rerank if tiers == LIVE else NO_RERANK
+        focus = {s: await self._focus(s, query) for s in scopes} if tiers == LIVE else {}
+        # The query and what each scope's episodic search looks for, embedded in one call
+        # (two texts in one call cost ~8.5 ms here, in two calls ~12 ms; the same vectors).
+        texts = list(dict.fromkeys([query] + [f.query for f in focus.values() if f]))
+        vectors = dict(zip(texts, await self.embedder.embed(texts), strict=True))
+        qvec = vectors[query]
+        # One check that the graph's kept reads are current serves all of the recall's graph
+        # operations (over SPARQL one query, not one per operation).
+        async with self.graph.reading():
+            for s in scopes:
+                found = []
+                if tiers:  # the trash only when asked: then in one search with the live tiers
+                    named = focus.get(s)
+                    words = query if named is None else named.query
+                    found = await episodic_path(
+                        self.episodic, s, words, vectors[words], k, when, policy, tiers, named,
+                        r.speaker_rerank,
+                    )  # fmt: skip
+                if tiers == LIVE:
+                    trashed += await self._trashed(s, query, qvec, found, k, when)
+                if found:
+                    await self._mark_outdated(s, found, when or now())
+                for it in found:
+                    it.scope = s
+                rankings.append(found)
+                if "graph" in paths:
+                    seeds = [it.content for it in found[:3]]
+                    facts += await graph_path(
+                        self.graph, self.cached, s, query, qvec, seeds, r.hops, r.max_facts,
+                        as_of=when, half_life_days=r.half_life_days,
+                    )  # fmt: skip
+        items = merged(rankings, k)
+        if len(scopes) > 1:  # one budget across scopes: the best overall
+            facts = sorted(facts, key=lambda f: -f.score)[: r.max_facts]
+        context, items, facts = render(items, facts, max_chars, r.min_score)
+        for s in scopes:
+            self.recalls.note(s, [it.id for it in items if it.scope == s])
+        return RecallResult(
+            context=context,
+            items=items,
+            facts=facts,
+            took_ms=round((time.perf_counter() - started) * 1000, 2),
+            trashed=trashed,
+            notice=trash_notice(trashed, k) if trashed else None,
+        )
+
+    async def _focus(self, scope: str, query: str) -> speakers.Focus | None:
+        """Who of the scope's speakers the query names, and what the episodic search then
+        looks for (the query without their names); None when it names none (or the policy
+        is off): the query is searched as it is."""
+        if self.policy.speaker_turns <= 0:
+            return None
+        said = await self.episodic.speakers(scope, self.policy.speaker_turns)
+        return speakers.focus(query, said) if said else None
+
+    async def _trashed(
+        self, scope: str, query: str, qvec: np.ndarray, found: list[RecallItem], k: int,
+        when: datetime | None,
+    ) -> list[str]:  # fmt: skip
+        """Ids of the scope's trashed memories that match the query better than what the
+        live tiers gave (``found``): that score above the weakest returned and mean about
+        what the best one means (within ``exact.MARGIN`` of it, and above ``min_score``,
+        below which nothing is shown), or that hold the query's exact tokens when no
+        returned memory does. So nothing the long-term bound pruned, nor anything
+        forgotten, stands unseen behind a worse answer."""
+        if not await self.episodic.count(scope, TRASH):
+            return []  # the common case: one count (from the working set), no search
+        # By meaning: the trash's nearest by cosine (a matrix product on the working set).
+        # By exact tokens: a full-text search, only when the query has some.
+        scores = [it.score for it in found] or [self.policy.min_score]
+        floor = max(self.policy.min_score, min(scores), max(scores) - exact.MARGIN)
+        better = []
+        words = exact.tokens(query)
+        if words and not any(exact.contains(it.content, words) for it in found):
+            text = await self.episodic.text_search(scope, qvec, " ".join(words), TRASH, k)
+            better += [h for h in text if exact.contains(h.entry.content, words)]  # first
+        better += [h for h in await self.episodic.nearest(scope, qvec, TRASH, k)
+                   if h.similarity > floor]  # fmt: skip
+        ids = [h.entry.id for h in better if when is None or h.entry.happened_at <= when]
+        return list(dict.fromkeys(ids))[:k]
+
+    async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
+        """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
+        user moved on) is kept but counts half and is labelled "previously", like its facts."""
+        memories = {}
+        if any(it.tier != "longterm" for it in items):
+            await syntax.ready()  # buffer items are parsed below
+        for it in items:
+            observed = it.observed_at or it.created_at
+            if it.tier == "longterm":
+                memories[it.id] = (observed, None)
+            else:
+                relations = linkage.quick(it.content).relations
+                memories[it.id] = (observed, relations)
+        stale = await self.graph.outdated(scope, memories, when)
+        for it in items:
+            if it.id in stale:
+                it.superseded = True
+                it.score = round(it.score * 0.5, 4)
+        items.sort(key=lambda it: it.superseded)  # outdated last, the ranking kept

@@ -1,0 +1,1 @@
+"""The secrets guard: credentials never reach memory verbatim (runs before the gate)."""

@@ -1,0 +1,1 @@
+"""The MCP face: tools, resources, roots and the HTTP transport."""

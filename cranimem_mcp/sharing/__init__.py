@@ -1,0 +1,1 @@
+"""Sharing a data directory between processes: the owner opens the engine, others bridge."""

@@ -1,0 +1,1 @@
+"""The inspector: a small web UI over the memory service."""
