@@ -185,7 +185,7 @@ def test_invalid_utf8_on_the_command_line_is_a_clear_error(tmp_path):
     )
     # One process, several invalid arguments: the remember, then a check that nothing landed.
     script = (
-        "import sys\nfrom cranimem_mcp import cli\n"
+        "import sys\nfrom cranimem_mcp.cli import main as cli\n"
         "codes = [cli.main(a) for a in ("
         "['remember', '--data-dir', sys.argv[1], sys.argv[2]],"
         "['recall', '--data-dir', sys.argv[1], sys.argv[2]],"

@@ -1,5 +1,7 @@
 """``python -m cranimem_mcp.cli``: the command line."""
 
+import sys
+
 from cranimem_mcp.cli.main import main
 
-main()
+sys.exit(main())
