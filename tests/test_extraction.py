@@ -70,7 +70,7 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("Inception is a science fiction film directed by Christopher Nolan.",
          {("Inception", "is_a", "science fiction film"),
           ("Christopher Nolan", "directed", "Inception")}),
-        ("Caroline: I just started a new job at the animal shelter downtown!",
+        ("[8 May, 2023] Caroline: I just started a new job at the animal shelter downtown!",
          {("Caroline", "works_at", "animal shelter downtown")}),
         # "the name of X" is X (it was "Rex is_a name", "name is_a Dana Whitfield")
         ("Rex is the name of my dog.", {("User", "has_dog", "Rex")}),

@@ -55,9 +55,11 @@ def test_a_name_heading_too_few_memories_is_not_a_speaker():
     assert found.names == {"Ann"}
     assert found.query == "What does family do to relax?"
     assert found.turns == {"m1", "m3", "m5"}
-    # A paragraph store ("Title: text", one memory per title) is searched as it is.
-    assert speakers.focus("When did Arthur's Magazine start?", mirrored.speakers(3)) is None
-    assert speakers.focus("When did Arthur's Magazine start?", mirrored.speakers(1)) is not None
+    # A paragraph ("Title: text") has no speaker: its store is searched as it is.
+    assert speakers.focus("When did Arthur's Magazine start?", mirrored.speakers(1)) is None
+    # Nor is a conversation one speaker's: Ann's turns alone are no conversation.
+    anns = _mirror([_entry(i, t) for i, t in enumerate(CONVERSATION) if "Ann:" in t])
+    assert speakers.focus("What does Ann's family do to relax?", anns.speakers(1)) is None
 
 
 def test_a_query_of_nothing_but_a_name_is_searched_as_it_is():

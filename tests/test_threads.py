@@ -4,7 +4,7 @@ client where the behaviour is the user's."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -33,20 +33,20 @@ QUESTION = "What are Bob's plans for the summer?"
 
 
 def test_a_turn_follows_the_write_before_it_in_the_same_session():
-    now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
-    assert transcript.follows(CHAT[2], now, CHAT[3], now)
+    assert transcript.follows(CHAT[2], CHAT[3])
     # Another session (its stamp a month later), a text that is not a turn, a stamp on one
-    # side only: no thread.
-    assert not transcript.follows(CHAT[2], now, f"{LATER} Bob: Adoption agencies.", now)
-    assert not transcript.follows("The user is allergic to peanuts.", now, CHAT[3], now)
-    assert not transcript.follows(CHAT[2], now, "The user is allergic to peanuts.", now)
-    assert not transcript.follows("Ann: What are your plans?", now, CHAT[3], now)
-    # Unstamped turns go by when they were written.
-    assert transcript.follows("Ann: Plans?", now - timedelta(minutes=5), "Bob: Adoption.", now)
-    assert not transcript.follows("Ann: Plans?", now - timedelta(hours=2), "Bob: Adoption.", now)
-    # The session's length is a setting (retrieval.session_hours): two hours with three.
-    three = timedelta(hours=3)
-    assert transcript.follows("Ann: Plans?", now - timedelta(hours=2), "Bob: Ok.", now, three)
+    # side only, a stamp that names no date: no thread.
+    assert not transcript.follows(CHAT[2], f"{LATER} Bob: Adoption agencies.")
+    assert not transcript.follows("The user is allergic to peanuts.", CHAT[3])
+    assert not transcript.follows(CHAT[2], "The user is allergic to peanuts.")
+    assert not transcript.follows("Ann: What are your plans?", CHAT[3])
+    assert not transcript.follows("[soon] Ann: Plans?", "[soon] Bob: Adoption.")
+    # Labelled notes are no turns, however close: "Note:" and "TODO:" speak to nobody.
+    assert not transcript.follows("Note: the backups run nightly.", "TODO: check the backups.")
+    # The session's length is a setting (retrieval.session_hours): a day apart with 48.
+    next_day = "[9:00 am on 9 May, 2023] Bob: Adoption."
+    assert not transcript.follows(CHAT[2], next_day)
+    assert transcript.follows(CHAT[2], next_day, timedelta(hours=48))
     assert transcript.in_context(CHAT[2], CHAT[3]) == (
         f"{CHAT[2]}\nBob: Researching adoption agencies, it's been a dream of mine to have a "
         "family."
@@ -73,14 +73,14 @@ async def test_with_thread_turns_off_every_vector_is_its_own_texts(open_engine):
         assert np.allclose(memory.vector, await _own(engine, ANSWER), atol=1e-6)
 
 
-@pytest.mark.parametrize(("hours", "threaded"), [(1.0, True), (1e-9, False)])
+@pytest.mark.parametrize(("hours", "threaded"), [(48.0, True), (1.0, False)])
 async def test_the_session_a_turn_follows_is_as_long_as_the_setting_says(
     open_engine, hours, threaded
 ):
-    unstamped = [text.removeprefix(f"{STAMP} ") for text in CHAT[:4]]
+    next_day = CHAT[3].replace(STAMP, "[9:00 am on 9 May, 2023]")
     async with open_engine(gating=KEEP_ALL, retrieval={"session_hours": hours}) as engine:
-        ids = [str((await engine.remember(text, scope="chat")).id) for text in unstamped]
-        # Written a few milliseconds apart: one session of an hour, not of 3.6 microseconds.
+        ids = [str((await engine.remember(t, scope="chat")).id) for t in [*CHAT[:3], next_day]]
+        # The stamps a day apart: one session of 48 hours, two of one hour.
         assert ((await _stored(engine, ids[3])).follows == ids[2]) is threaded
 
 

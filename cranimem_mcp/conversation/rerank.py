@@ -1,7 +1,8 @@
 """Re-scoring the episodic path's candidates by what a conversation's memories share beyond
 their words: who speaks in them, and which turns stand next to each other (issue 18).
 
-A memory written from a transcript reads ``[<when>] <Speaker>: <text>``. When the query names
+A memory written from a transcript reads ``[<when>] <Speaker>: <text>`` (a turn,
+:mod:`.transcript`); nothing here applies to any other memory. When the query names
 a speaker of the scope ("What do Melanie's kids like?"), the turns that speaker said are
 about them even where they say "I" and "we" (full-text search matches the name in every turn
 that addresses them as well). Turns written one after the other in the same session answer
@@ -82,23 +83,25 @@ def _neighbours(
     shown: dict[str, float],
     policy: Rerank,
 ) -> dict[str, tuple[Entry, float, float]]:
-    """What each turn beside a hit (turn number +-1, their events within the session's
-    hours) is lent: the largest share of a neighbouring hit's score (and of its shown
-    score)."""
+    """What each turn beside a hit (turn number +-1, both turns of a conversation, their
+    events within the session's hours) is lent: the largest share of a neighbouring hit's
+    score (and of its shown score). Only turns lend and borrow
+    (:func:`~cranimem_mcp.conversation.transcript.speaker`): notes written one after the
+    other are no conversation, and paragraphs that share a title were not either (a gold
+    HotpotQA paragraph lost its place to its neighbours' lent scores, docs/RESULTS.md)."""
     by_turn = {e.turn: e for e in entries if e.turn is not None}
     window = timedelta(hours=policy.session_hours)
     lent: dict[str, tuple[Entry, float, float]] = {}
     w = policy.neighbour_weight
     for h in hits:
-        if h.entry.turn is None:
+        if h.entry.turn is None or speaker(h.entry.content) is None:
             continue
         for turn in (h.entry.turn - 1, h.entry.turn + 1):
             n = by_turn.get(turn)
-            # Event times (happened_at), not the write times transcript.follows compares:
-            # "Title: text" paragraphs whose title heads three (HotpotQA's "Catan: ...")
-            # have a "speaker", and paragraphs written a second apart would lend each other
-            # their scores (a gold paragraph lost, docs/RESULTS.md "One rule for a session").
+            # Event times (happened_at): a turn's stamp dates it.
             if n is None or abs(n.happened_at - h.entry.happened_at) > window:
+                continue
+            if speaker(n.content) is None:
                 continue
             share = w * scores[h.entry.id]
             if share > lent.get(n.id, (n, 0.0, 0.0))[1]:

@@ -65,9 +65,12 @@ class Focus:
 
 def focus(query: str, said: Mapping[str, Collection[str]]) -> Focus | None:
     """The speakers of the scope (``said``: each speaker and the ids of their turns, as
-    :meth:`~cranimem_mcp.buffer.episodic.EpisodicStore.speakers` gives those heading enough of its
-    memories) that the query names, the query without them, and their turns; None when it
-    names none, or when nothing but the names would be left to search for ("Caroline?")."""
+    :meth:`~cranimem_mcp.buffer.episodic.EpisodicStore.speakers` gives those heading enough
+    of its memories) that the query names, the query without them, and their turns; None when
+    it names none, when nothing but the names would be left to search for ("Caroline?"), or
+    when the scope is no conversation: fewer than two speakers take turns in it."""
+    if len(said) < 2:
+        return None
     names = named(query, said)
     if not names:
         return None
@@ -101,6 +104,9 @@ async def their_turns(
 def first(
     theirs: list[tuple[Entry, float]], others: list[tuple[Entry, float]]
 ) -> list[tuple[Entry, float]]:
-    """The speakers' turns, then the other candidates not among them."""
+    """The speakers' turns, then the other candidates not among them. A memory in both keeps
+    the better of its two scores: a score lent to it as a neighbour never hides its own."""
+    own = {entry.id: score for entry, score in others}
     seen = {entry.id for entry, _score in theirs}
-    return theirs + [(e, score) for e, score in others if e.id not in seen]
+    lifted = [(e, max(score, own.get(e.id, score))) for e, score in theirs]
+    return lifted + [(e, score) for e, score in others if e.id not in seen]

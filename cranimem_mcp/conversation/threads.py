@@ -95,7 +95,7 @@ class Thread:
             and await self.episodic.live_entry(scope, last.memory_id) is None
         ):
             return own, None  # forgotten since
-        if not transcript.follows(last.content, last.at, content, now, self.session_gap):
+        if not transcript.follows(last.content, content, self.session_gap):
             return own, None
         (context,) = await self.embedder.embed([transcript.in_context(last.content, content)])
         return blend(own, context), last.memory_id or UNKEPT
@@ -112,9 +112,8 @@ class Thread:
 
     async def _speaking(self, scope: str, content: str, last: _Write) -> bool:
         """Whether ``content`` and the write before it are turns of speakers of the scope:
-        names that head other live memories of it too. A store of paragraphs written
-        ``Title: text`` (HotpotQA's) has a "speaker" per paragraph, heading one memory each:
-        no thread."""
+        names that head other live memories of it too (a labelled note or a titled paragraph
+        has no speaker at all: :func:`~cranimem_mcp.conversation.transcript.speaker`)."""
         names = {transcript.speaker(content), transcript.speaker(last.content)}
         if None in names:
             return False

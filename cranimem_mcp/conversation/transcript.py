@@ -1,11 +1,18 @@
-"""A transcript turn: a memory written ``[<when>] <Speaker>: <text>``, who speaks in it, and
-the turn it follows.
+"""What a conversation is, in the text of its memories: the package's one speaker rule.
 
-What :mod:`.speakers` and :mod:`.rerank` ask of a memory's text, and what the working set
-keeps an index of (speaker -> the scope's live turns), so that a recall does not read every
-memory of the scope to learn who its speakers are. A turn often means something only after
-the turn before it (the answer to a question): :mod:`.threads` embeds it with that turn, by
-the rules here.
+A *turn* is a memory written ``[<when>] <Speaker>: <text>``, where ``<when>`` names a date
+(the stamp a logging client writes, "[1:56 pm on 8 May, 2023] Caroline: ..."), and
+``<Speaker>`` is one to three capitalised words. Only a turn has a speaker. A word before a
+colon without a dated stamp is a *label*: a note's ("Note:", "TODO:", "Decision:",
+"Meeting notes:"), a title's ("Catan: ..."), anything's. A label is never a speaker, never
+an entity of the graph (the extractor reads the text after it, said by the user), and a
+store of labelled notes has no conversation: the conversation rules (:mod:`.speakers`,
+:mod:`.rerank`, :mod:`.threads`) do not apply to it.
+
+What those rules ask of a memory's text, and what the working set keeps an index of (speaker
+-> the scope's live turns), so that a recall does not read every memory of the scope to learn
+who its speakers are. A turn often means something only after the turn before it (the answer
+to a question): :mod:`.threads` embeds it with that turn, by the rules here.
 """
 
 from __future__ import annotations
@@ -16,19 +23,36 @@ from datetime import datetime, timedelta
 
 from cranimem_mcp.temporal import observed_at
 
-# A transcript line's speaker: one to three capitalised words before a colon, at the start
-# or after a bracketed stamp ("[1:56 pm on 8 May, 2023] Caroline: ...").
-_SPEAKER = re.compile(
-    r"^\s*(?:\[[^\]\n]{1,80}\]\s*)?([A-Z][\w'’.-]{0,30}(?: [A-Z][\w'’.-]{0,30}){0,2}):\s"
+_NAME = r"[A-Z][\w'’.-]{0,30}(?: [A-Z][\w'’.-]{0,30}){0,2}"
+# A turn: a bracketed stamp, then a speaker's name before a colon.
+_TURN = re.compile(rf"^\s*\[([^\]\n]{{1,80}})\]\s*({_NAME}):\s")
+# A label: one or two words before a colon at the start, the first capitalised ("Note:",
+# "TODO:", "Meeting notes:"), after a stamp or not; "I" is a sentence's subject, not a label.
+_LABEL = re.compile(
+    r"^\s*(?:\[[^\]\n]{1,80}\]\s*)?(?!I\b)([A-Z][\w'’.-]{0,30}(?: [A-Za-z][\w'’.-]{0,30})?):\s+"
 )
 
 
 def speaker(content: str) -> str | None:
-    """The speaker a transcript turn names, or None for any other text. Not cached: it is
-    asked once per memory entering or leaving a mirror (an anchored match, about a
-    microsecond), and a cache keyed by texts would keep hard-forgotten ones in memory."""
-    m = _SPEAKER.match(content)
-    return m.group(1) if m else None
+    """The speaker of a turn (a dated stamp, then a name before a colon), or None for any
+    other text: a labelled note, a title, a sentence. Not cached: it is asked once per memory
+    entering or leaving a mirror (an anchored match, and a date read only for a stamped
+    text), and a cache keyed by texts would keep hard-forgotten ones in memory."""
+    m = _TURN.match(content)
+    if m is None or observed_at(m.group(1)) is None:
+        return None
+    return m.group(2)
+
+
+def utterance(content: str) -> tuple[str | None, str]:
+    """Who says ``content`` (a turn's speaker, or None: the user) and what is said: the text
+    without its stamp and its speaker, or without its label ("Decision: we use pnpm" -> "we
+    use pnpm")."""
+    m = _TURN.match(content)
+    if m is not None and observed_at(m.group(1)) is not None:
+        return m.group(2), content[m.end() :].lstrip()
+    m = _LABEL.match(content)
+    return None, content[m.end() :] if m else content
 
 
 def turns_by_speaker(memories: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
@@ -63,23 +87,15 @@ def body(content: str) -> str:
     return _STAMP.sub("", content, count=1)
 
 
-def follows(
-    previous: str, written: datetime, content: str, now: datetime,
-    gap: timedelta = SESSION_GAP,
-) -> bool:  # fmt: skip
-    """Whether ``content`` (written ``now``) goes on the conversation of ``previous`` (a
-    memory's text, written at ``written``): both are transcript turns of one session. Both
-    stamped: their stamps' dates within ``gap``; both unstamped: their write times within
-    ``gap``; one of each: not one session. Not the dates a text mentions: a recall's
-    neighbours (:mod:`.rerank`) go by those, within the same ``gap``."""
+def follows(previous: str, content: str, gap: timedelta = SESSION_GAP) -> bool:
+    """Whether ``content`` goes on the conversation of ``previous`` (a memory's text): both
+    are turns (:func:`speaker`) whose stamps' dates are within ``gap``: one session. Not the
+    dates a text mentions: a recall's neighbours (:mod:`.rerank`) go by those, within the
+    same ``gap``."""
     if speaker(previous) is None or speaker(content) is None:
         return False
     before, after = stamp(previous), stamp(content)
-    if before is not None and after is not None:
-        return abs(after - before) <= gap
-    if before is None and after is None:
-        return abs(now - written) <= gap
-    return False
+    return before is not None and after is not None and abs(after - before) <= gap
 
 
 def in_context(previous: str, content: str) -> str:

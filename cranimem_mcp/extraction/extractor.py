@@ -32,6 +32,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from cranimem_mcp.conversation import transcript
 from cranimem_mcp.extraction import syntax
 from cranimem_mcp.extraction.copulas import (
     adjective,
@@ -76,8 +77,6 @@ __all__ = [
     "utterance",
 ]
 
-# "Melanie: I just ..." and "[1:56 pm on 8 May, 2023] Melanie: ..." name the speaker.
-_SPEAKER = re.compile(r"^\s*(?:\[[^\]]{0,80}\]\s*)?([A-Z][\w'’\-]*(?: [A-Z][\w'’\-]*)?):\s+")
 # A note without a subject is about the user: "Prefers answers in British English."
 _SUBJECTLESS_IS = re.compile(
     r"^(?:allergic|intolerant|vegetarian|vegan|based|married|fluent|afraid|lactose)\b", re.I
@@ -252,12 +251,11 @@ def bare_object(verb: Any, lemma: str, child: Any) -> bool:
 
 
 def utterance(text: str) -> tuple[str, str]:
-    """Who says ``text`` and what they say: a transcript turn's speaker ("[date] Ana: ...")
-    or the User, and the text without its label (what is parsed)."""
-    match = _SPEAKER.match(text)
-    if match and match.group(1) not in ("Note", "User", "Update", "Reminder", "Fact", "Todo"):
-        return match.group(1), text[match.end() :]
-    return "User", text[match.end() :] if match else text
+    """Who says ``text`` and what they say: a transcript turn's speaker ("[8 May, 2023] Ana:
+    ...") or the User, and the text without its stamp, speaker or label (what is parsed): a
+    note's label ("Note:", "Decision:") is nobody (:mod:`cranimem_mcp.conversation.transcript`)."""
+    who, said = transcript.utterance(text)
+    return who or "User", said
 
 
 @lru_cache(maxsize=4096)
