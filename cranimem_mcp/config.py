@@ -45,14 +45,13 @@ class GatingSettings(_Section):
     second_look: bool = True
     tau_context: float = Field(0.45, ge=-1.0, le=1.0)
     default_goal: str = Field(DEFAULT_GOAL, min_length=1, max_length=2000)
-    # A scope whose goal is the default one goes through the default gate (durable.py): a
-    # classifier's probability that the write is durable, against this threshold (None: the
-    # trained one, in cranimem_mcp/gate/data/default_gate.json). An LLM tagger may look again at
-    # writes up to durable_band below it; 0 (the default): never, as the test model kept
-    # more noise there than durable writes (docs/gate-measurement.md).
+    # A scope whose goal is the default one goes through the default gate: rejected only by a
+    # noise rule (gate/noise.py), kept otherwise; a classifier's probability that the write
+    # is durable, against this threshold (None: the trained one, in
+    # cranimem_mcp/gate/data/default_gate.json), marks what it keeps as doubtful (low
+    # importance: replay decides). default_gate = false: the goal-conditioned gate for all.
     default_gate: bool = True
     tau_durable: float | None = Field(None, ge=0.0, le=1.0)
-    durable_band: float = Field(0.0, ge=0.0, le=1.0)
     # Credentials in a write: "redact" stores it with each one replaced by a labelled
     # placeholder, "reject" refuses the write. Never stored verbatim either way.
     secrets: Literal["redact", "reject"] = "redact"

@@ -491,7 +491,6 @@ def _intake_policy(settings: Settings, functional: frozenset[str]) -> IntakePoli
         tau_context=g.tau_context,
         second_look=g.second_look,
         tau_durable=g.tau_durable,
-        durable_band=g.durable_band,
         functional=functional,
     )
 

@@ -58,7 +58,6 @@ class IntakePolicy:
     tau_context: float
     second_look: bool
     tau_durable: float | None  # None: the classifier's own threshold
-    durable_band: float
     functional: frozenset[str]  # single-valued predicates: a new object ends the old fact
 
 
@@ -276,7 +275,6 @@ class Intake:
             second_look=g.second_look,
             tagger=self.tagger,
             durability=durability,
-            band=g.durable_band,
             pin=pin,
         )
         if not decision.keep:
@@ -298,9 +296,14 @@ class Intake:
             )
         # Surprise is novelty: 1 - the closest stored memory's similarity (paper B.1).
         tagging = await self.tagger.tag(content, goal, 1.0 - max(0.0, nearest))
+        u = tagging.utility
         if pin:  # the user asked for it: top importance (paper B.1's importance signal)
-            u = tagging.utility
             tagging = tagging.model_copy(update={"utility": Utility.of(1.0, u.surprise, u.emotion)})
+        elif decision.kind == "doubtful" and decision.durability is not None:
+            # Kept though the default gate doubts it lasts: its importance is at most its
+            # P(durable), so replay prunes it first unless it is recalled (paper B.3).
+            low = min(u.importance, decision.durability)
+            tagging = tagging.model_copy(update={"utility": Utility.of(low, u.surprise, u.emotion)})
         return vector, rel, decision, tagging
 
     async def _refuse_secret(self, scope: str, found: list[str]) -> RememberResult:

@@ -55,10 +55,10 @@ def test_rejected_write_says_so_and_stderr_says_nothing_of_ollama(tmp_path: Path
         pytest.skip("something answers on Ollama's default port: not a machine without Ollama")
     env = server_env(tmp_path / "home")
     env.pop("OLLAMA_HOST", None)  # everything on "auto", Ollama's default address
-    done = _run("remember", "lol that meme is hilarious", env=env)
+    done = _run("remember", "lol ok, thanks!", env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("rejected, not stored: "), done.stdout
-    assert "not durable" in done.stdout  # the gate's reason follows
+    assert "rule: pleasantry" in done.stdout  # the gate's reason follows
     assert " -:" not in done.stdout and "None" not in done.stdout
     assert done.stderr == ""
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from cranimem_mcp.config import GatingSettings
 from cranimem_mcp.gate.goal import gate
 from cranimem_mcp.gate.judgment import Durability
 from cranimem_mcp.models import Judgement
@@ -26,7 +25,12 @@ ROOT = Path(__file__).parent.parent
 TEST_PART = json.loads((DATA / "gate_default_test.json").read_text())["items"]
 # Issue 13's targets on the held-out part (docs/gate-measurement.md: 0.991 / 0.964 when
 # this was written).
-KEEP_TARGET, DROP_TARGET = 0.97, 0.95
+# The gate rejects only what a noise rule recognises (gate/noise.py): measured 2026-12-04 on
+# the held-out part, through the rules, 1.000 of the durable writes kept (117/117) and 0.495
+# of the noise dropped (55/111; the rest, world knowledge and reports of the assistant's
+# past work above all, kept at low importance for replay). The classifier alone had kept
+# 0.991 and dropped 0.964 here, and lost a third of the project facts written elsewhere.
+KEEP_TARGET, DROP_TARGET = 0.98, 0.45
 
 
 async def _right(engine, items) -> list[bool]:
@@ -195,31 +199,27 @@ class _Judge:
         return self._answer
 
 
-async def _decide(p: float, tagger: _Judge, band: float = 0.2):
+async def _decide(p: float, tagger: _Judge, text: str = "The build uses Node 20."):
     return await gate(
-        "text", "goal", relevance=0.0, nearest=-1.0, tau_noise=0.15, tau_context=0.45,
-        second_look=True, tagger=tagger, band=band,
+        text, "goal", relevance=0.0, nearest=-1.0, tau_noise=0.15, tau_context=0.45,
+        second_look=True, tagger=tagger,
         durability=Durability(probability=p, threshold=0.5, health=False),
     )  # fmt: skip
 
 
-async def test_a_model_may_keep_a_near_miss_but_never_rejects_a_keep():
-    yes, no = _Judge(True, "ollama:test"), _Judge(False, "ollama:test")
-    assert (await _decide(0.4, yes)).keep  # in the band: the model keeps it
-    assert not (await _decide(0.2, yes)).keep and yes.calls == 1  # below the band: not asked
-    assert (await _decide(0.6, no)).keep and no.calls == 0  # a keep is never put to the model
-    assert not (await _decide(0.4, no)).keep
+async def test_the_classifier_never_rejects_alone_and_no_model_is_asked():
+    """A write the classifier doubts (p below its threshold) is kept as doubtful: the buffer's
+    bound and replay decide whether it lasts. On writes from other projects the classifier
+    lost a third of the project facts; "The build uses Node 20." had p 0.01."""
+    no = _Judge(False, "ollama:test")
+    decision = await _decide(0.01, no)
+    assert decision.keep and decision.kind == "doubtful" and no.calls == 0
+    assert "doubtful" in decision.reason and "replay" in decision.reason
+    assert (await _decide(0.9, no)).kind == "fact"
 
 
-async def test_by_default_a_model_is_not_asked_about_the_default_gates_near_misses():
-    """Measured: in the band the test model kept more noise than durable writes
-    (docs/gate-measurement.md), so the shipped band is empty."""
-    judge = _Judge(True, "ollama:test")
-    decision = await _decide(0.45, judge, band=GatingSettings().durable_band)
-    assert not decision.keep and judge.calls == 0
-
-
-async def test_the_models_fallback_does_not_decide_in_the_band():
-    fallback = _Judge(True, "heuristic")  # the model failed and the heuristics answered
-    decision = await _decide(0.4, fallback)
-    assert not decision.keep and decision.stage == "durable"
+async def test_a_rejection_names_its_rule_and_how_to_insist():
+    yes = _Judge(True, "ollama:test")
+    decision = await _decide(0.9, yes, "Thanks, that makes sense!")
+    assert not decision.keep and decision.stage == "noise" and yes.calls == 0
+    assert "rule: pleasantry" in decision.reason and "pin=true" in decision.reason

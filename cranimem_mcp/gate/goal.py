@@ -9,8 +9,9 @@ constraint, preference, plan, command or goal change; everything else is rejecte
 nowhere. Kept writes are tagged; BaseUtility is the mean of importance, surprise, emotion.
 
 A scope without a goal of its own has only the default goal, which no single sentence can
-express; its writes go through the default gate instead (:mod:`.durable`: is this durable?),
-with an LLM's look at the writes just below its threshold when a model is configured. A
+express; its writes go through the default gate instead: rejected only when a noise rule
+recognises them (:mod:`.noise`), kept otherwise, at the importance their P(durable) says
+(:mod:`.judgment`). A
 pinned write (the user asked to remember it) skips the noise gate; the secrets guard runs
 before any of this, in the engine.
 """
@@ -24,6 +25,7 @@ import numpy as np
 
 from cranimem_mcp.backends.llm import Tagger
 from cranimem_mcp.gate.judgment import Durability
+from cranimem_mcp.gate.noise import noise
 from cranimem_mcp.models import Judgement
 
 logger = logging.getLogger(__name__)
@@ -34,7 +36,7 @@ class GateDecision:
     keep: bool
     relevance: float
     threshold: float
-    stage: str  # "similarity" | "context" | "second_look" | "durable" | "pin"
+    stage: str  # "similarity" | "context" | "second_look" | "durable" | "noise" | "pin"
     kind: str | None
     reason: str
     durability: float | None = None  # the default gate's P(durable)
@@ -59,20 +61,18 @@ async def gate(
     second_look: bool,
     tagger: Tagger,
     durability: Durability | None = None,
-    band: float = 0.0,
     pin: bool = False,
 ) -> GateDecision:
     """Decide whether a write enters memory. ``nearest`` is the highest cosine similarity
     to the scope's stored memories (-1.0 for an empty scope). ``durability`` is the default
-    gate's judgement (a scope with the default goal), ``band`` how far below its threshold
-    an LLM tagger may still keep a write."""
+    gate's judgement (a scope with the default goal): the noise rules decide there."""
     if pin:
         return GateDecision(
             True, relevance, tau_noise, "pin", "pinned",
             "pinned: the caller asked to remember it, so the noise gate was skipped",
         )  # fmt: skip
     if durability is not None:
-        return await _default_gate(content, goal, relevance, durability, band, second_look, tagger)
+        return _default_gate(content, relevance, durability)
     if relevance >= tau_noise:
         return GateDecision(
             True, relevance, tau_noise, "similarity", None,
@@ -100,37 +100,31 @@ async def gate(
     )  # fmt: skip
 
 
-async def _default_gate(
-    content: str,
-    goal: str,
-    relevance: float,
-    d: Durability,
-    band: float,
-    second_look: bool,
-    tagger: Tagger,
-) -> GateDecision:
+def _default_gate(content: str, relevance: float, d: Durability) -> GateDecision:
+    """The default gate rejects only what a noise rule recognises (:mod:`.noise`); all else is
+    kept, and the classifier's P(durable) says how durable it looks: a write below its
+    threshold is kept as *doubtful*, at low importance, and replay decides (paper B.3). The
+    classifier never rejects: on writes from other projects it lost a third of the project
+    facts ("The build uses Node 20": p 0.01). A model's second look is for goal scopes."""
     p, tau = d.probability, d.threshold
     if d.health:
         return GateDecision(
             True, relevance, tau, "durable", "health",
             "a health or safety fact about a person: always kept", p,
         )  # fmt: skip
+    found = noise(content)
+    if found is not None:
+        return GateDecision(
+            False, relevance, tau, "noise", "noise",
+            f"rejected as {found.why} (rule: {found.rule})." + INSIST, p,
+        )  # fmt: skip
     if p >= tau:
         return GateDecision(
             True, relevance, tau, "durable", "fact",
             f"durable (default gate): p {p:.2f} >= {tau:.2f}", p,
         )  # fmt: skip
-    verdict = f"not durable (default gate): p {p:.2f} < {tau:.2f}"
-    # Why only below the threshold, in a band: the classifier is right on most writes and a
-    # small model's judgement is not better (measured: docs/gate-measurement.md); the model
-    # may rescue a near miss, never veto a keep. Its own fallback never decides.
-    if second_look and band > 0 and p >= tau - band and tagger.name != "heuristic":
-        judgement = await tagger.judge(content, goal)
-        if judgement.judged_by != "heuristic":
-            kept = "kept" if judgement.keep else "rejected"
-            return GateDecision(
-                judgement.keep, relevance, tau, "second_look", judgement.kind,
-                f"{verdict}; second look ({judgement.judged_by}) {kept} it: {judgement.reason}"
-                + ("" if judgement.keep else "." + INSIST), p,
-            )  # fmt: skip
-    return GateDecision(False, relevance, tau, "durable", "noise", verdict + "." + INSIST, p)
+    return GateDecision(
+        True, relevance, tau, "durable", "doubtful",
+        f"kept as doubtful (default gate): p {p:.2f} < {tau:.2f}, no noise rule applies; "
+        "its importance is low, and replay decides whether it lasts", p,
+    )  # fmt: skip

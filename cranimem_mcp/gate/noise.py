@@ -1,0 +1,231 @@
+"""What the default gate rejects: writes that are certainly noise, each by a rule a person
+can read.
+
+The gate keeps noise out; the buffer's bound and replay decide what lasts (paper B.1-B.3).
+A doubtful write kept at low utility costs a buffer slot until replay prunes it to the
+restorable trash; a wrong rejection costs the memory, and the agent may never retry. So the
+default gate rejects only what one of these rules recognises, and everything else is kept
+(its utility says how durable it looks: :mod:`.judgment`).
+
+The rules, each a whole-text judgement (a greeting followed by a fact is a fact):
+
+- **empty**: no letter or digit at all;
+- **pleasantry**: nothing but greetings, thanks, acknowledgements and farewells ("Thanks,
+  that makes sense!", "Hello Nova!");
+- **question**: one question and nothing else ("Where do I live?", "How do I stop a
+  container?"): it asks, it states nothing;
+- **request**: a one-off request to the assistant ("Tell me a joke.", "Can you help me write
+  a function?");
+- **narration**: the assistant narrating its own work ("Let me check the logs.", "Scanning
+  the repo for uses of the old API.");
+- **status**: a status of the moment, the user's or a tool's ("I just woke up", "The tests
+  are still running on CI.", "In a meeting, back in 20.");
+- **tool output**: lines a command printed (a directory listing, a log, grep hits, a
+  traceback);
+- **interaction note**: a note about the exchange itself, not about anyone ("User greeted",
+  "User asked about current activity", "User's favorite color is unknown").
+
+A text that says it should last ("always", "never", "from now on", "remember", "remind me",
+"prefer", a birthday, an allergy...) is never rejected, whatever rule would fire.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Noise:
+    rule: str  # the rule's name, e.g. "pleasantry"
+    why: str  # what the rule saw, in words a person reads ("a greeting or thanks")
+
+
+# A stamp and a speaker or label before what is said ("[8 May] Ann: ", "user: ").
+_SAID = re.compile(
+    r"^(?:\[[^\]\n]{1,80}\]\s*)?(?:[A-Za-z][\w'’.-]{0,30}(?: [A-Za-z][\w'’.-]{0,30})?:\s+)?"
+)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+# Words that say a text is meant to last: no rule rejects a text holding one.
+_DURABLE = re.compile(
+    r"\b(?:always|never|from now on|going forward|in future|in the future|whenever|"
+    r"every (?:time|day|week|month|morning|evening|night)|each time|by default|"
+    r"remember|remind|don'?t forget|prefer|preferred|favou?rite is|call me|allerg|"
+    r"birthday|anniversary|diagnos|medication|my name is|i am called|i'm called)\b",
+    re.IGNORECASE,
+)
+
+_PLEASANT = frozenset(
+    """hi hello hey hiya howdy yo greetings morning afternoon evening night good day
+    thanks thank thx ty cheers appreciate appreciated much very so a lot lots again all
+    you your you're youre welcome np no problem worries ok okay k kk sure yes yeah yep yup
+    no nope nah alright right fine great cool nice perfect awesome amazing excellent
+    fantastic wonderful brilliant lovely neat sweet super got it gotcha understood noted
+    will do sounds makes sense that this is was looks seems helpful useful clear true
+    exactly indeed agreed absolutely definitely totally of course haha hahaha lol lmao wow
+    oh ah hmm well and for the help explaining explanation answer bye goodbye see later
+    soon take care have fun talk to ttyl gracias muy útil util merci beaucoup danke schön
+    schon vielen dank obrigado obrigada grazie mille arigato there everyone guys team folks
+    how are doing it's its going been what's up sup good to great to nice to meet glad
+    sorry apologies confusion earlier interesting moving on fair enough ha happy help with
+    thing point hadn't thought of way huge today hope weekend let me know if there's
+    anything else can i do mate total totally needed what just question next that's at
+    you've a an""".split()
+)
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))[\s,]+[A-Z][\w'’-]*[\s!.]*$",
+    re.IGNORECASE,
+)
+# A question with no statement before it; "remember" and "remind" are caught by _DURABLE.
+_QUESTION_START = re.compile(
+    r"^(?:what|what's|whats|where|where's|when|who|who's|whom|whose|which|why|how|is|are|"
+    r"am|was|were|do|does|did|can|could|would|should|will|shall|have|has|may|might)\b",
+    re.IGNORECASE,
+)
+_REQUEST = re.compile(
+    r"^(?:(?:please|pls|quickly|hey|ok|okay|so)[,!]?\s+)*"
+    r"(?:(?:can|could|would|will) you(?: please)?\s+)?"
+    r"(?:tell me|show me|send me|give me|find me|get me|help me|write me|make me|"
+    r"find|list|translate|summari[sz]e|rephrase|reword|proofread|tally|calculate|compute|"
+    r"convert|draft|generate|brainstorm|suggest|recommend|look up|search for|book (?:a|an|me)|"
+    r"write (?:a|an|me)|explain|rename|make this|make it)\b|"
+    r"\b(?:for this (?:answer|email|one|reply|message)|this time|for now)\b",
+    re.IGNORECASE,
+)
+_NARRATION = re.compile(
+    r"^(?:(?:ok|okay|sure|alright|great|right|now|next|first|then)[,!.]?\s+)*"
+    r"(?:let me|i'?ll (?:start|begin|now|first|next|go ahead|take a look|look|check|search|"
+    r"run|read|open|pull|fetch|scan)|i will (?:now|first|start)|"
+    r"i'?ve (?:just )?(?:shared|summari[sz]ed|drafted|checked|searched|looked|compiled|"
+    r"put together|gone through|reviewed|scanned|pulled|fetched|created the|updated the|"
+    r"added the|written the)|"
+    r"i (?:just )?(?:checked|searched|looked up|looked through|scanned|reviewed) (?:your|the)|"
+    r"i'?m (?:now )?(?:putting together|pulling|looking up|looking into|searching|scanning|"
+    r"checking|fetching|compiling|drafting)|"
+    r"(?:scanning|searching|checking|looking up|looking through|pulling|fetching|loading|"
+    r"analy[sz]ing|compiling|generating|preparing|summari[sz]ing|reading through|running) "
+    r"(?:the|your|for|through|up)\b|"
+    r"(?:now )?i'?m (?:now )?going to (?:split|draft|write|refactor|run|check|look|search|read|"
+    r"fix|update|create|add|rewrite|test|try|start|condense|paste|flag|summari[sz]e|go through)|"
+    r"i'?ll (?:condense|double-check|paste|draft|write|rewrite|summari[sz]e|refactor|fix|"
+    r"update|add|try))\b",
+    re.IGNORECASE,
+)
+# The assistant reporting what it did for the user: first person, a past action, and the
+# user addressed ("your", "you asked", "for you", "above", "below", "as requested").
+_REPORT = re.compile(
+    r"^(?:done[:,—-]?\s*)?(?:i'?ve |i have |i )(?:just |now |also |went ahead and )?"
+    r"(?:\w+ed|ran|built|sent|rewrote|rewritten|made|found|put|wrote|written|set|read)\b"
+    r".*\b(?:your|you asked|you'd|for you|above|below|as requested|you wanted)\b",
+    re.IGNORECASE,
+)
+_STATUS = re.compile(
+    r"\b(?:is|are) (?:still|currently|now) (?:running|in progress|pending|queued|building|"
+    r"deploying|broken|failing|loading|compiling|uploading|downloading|being)\b|"
+    r"\b(?:is|are) in progress\b|"
+    r"^i'?m (?:on the (?:train|bus|plane|subway|tube|phone)|in the (?:car|middle of|shower)|"
+    r"halfway through|in a meeting|about to)\b|"
+    r"^(?:in a meeting|brb|afk|be right back|back in \d+)\b|"
+    r"\bback in \d+\s*(?:min|minutes|mins)?[.!]*$|"
+    r"^i (?:just )?(?:woke up|got up|got home|got back|got in)[.!]*$|"
+    r"^i'?m (?:\w+ing) (?:this|it|that|the \w+) (?:now|right now)\b|"
+    r"^(?:still|currently) (?:waiting|going|running|reviewing|downloading|uploading|working|"
+    r"debugging|building|deploying)\b|\bis still going\b|\bgive me a (?:sec|second|minute)\b|"
+    r"\b(?:right now|at the moment)[.!]*$|\b(?:as we speak|one moment|for a sec)\b|"
+    r"^(?:i'?m|i am) (?:still |currently )?(?:waiting for|running late|logged in|in the queue|"
+    r"at (?:a|the) (?:café|cafe|airport|station|gym)|hungry|tired|a bit tired|a little confused|"
+    r"feeling a bit|pretty wiped)\b",
+    re.IGNORECASE,
+)
+_OUTPUT_LINE = re.compile(
+    r"^(?:[d-][rwxst-]{9}[@+.]?\s|total \d+$|[0-9a-f]{7,40} |[\w./-]+:\d+:|\$ |>>> |"
+    r"Traceback \(most recent call last\)|\s+File \".*\", line \d+|"
+    r"(?:ERROR|WARN(?:ING)?|INFO|DEBUG)\b|\[?\d{2}:\d{2}:\d{2})"
+)
+_OUTPUT_START = re.compile(
+    r"^(?:Traceback \(most recent call last\)|Exception in thread|npm ERR!|error\[E\d+\]|"
+    r"HTTP/\d|exit status \d+$|=+ test session starts|Collecting \S+\s+Downloading|"
+    r"On branch \S+|Terraform will perform|Filesystem\s+Size|NAME\s+READY\s|[✓✗] |"
+    r"\s*id\s+\|\s|\d{1,3}(?:\.\d{1,3}){3} - - \[|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} )"
+)
+_INTERACTION = re.compile(
+    r"^(?:the )?user (?:greeted|said (?:yes|no|hi|hello|thanks|thank you|ok|okay|goodbye|bye)|"
+    r"asked (?:about|for|whether|if|how|what|where|when|who|why)|requested to|"
+    r"wants to know|seems|thanked|acknowledged|agreed|laughed|replied|responded|"
+    r"is chatting|started a conversation|ended the conversation)\b|"
+    r"\bis (?:unknown|not known|not yet known)\b",
+    re.IGNORECASE,
+)
+
+
+def _json(text: str) -> bool:
+    if len(text) < 20 or text[0] not in "[{":
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+
+
+def noise(text: str) -> Noise | None:
+    """The rule that recognises ``text`` as certain noise, or None: keep it. A turn is judged
+    by what is said, without its stamp and speaker ("[8 May, 2023] Ann: Thanks!")."""
+    stripped = _SAID.sub("", text.strip(), count=1).strip()
+    words = _words(stripped)
+    if not words:
+        return Noise("empty", "it holds no word")
+    if _DURABLE.search(stripped):
+        return None
+    if len(words) <= 14 and (all(w in _PLEASANT for w in words) or _GREETING.match(stripped)):
+        return Noise("pleasantry", "a greeting, thanks or acknowledgement")
+    lines = [line for line in stripped.splitlines() if line.strip()]
+    if len(lines) >= 2 and sum(bool(_OUTPUT_LINE.match(line)) for line in lines) * 2 > len(lines):
+        return Noise("tool output", "lines a command printed")
+    if _OUTPUT_START.match(stripped) or _json(stripped):
+        return Noise("tool output", "what a command or an API printed")
+    if len(words) > 40:  # a long text states something, whatever its first words
+        return None
+    sentences = _sentences(stripped)
+    if _INTERACTION.search(stripped) and len(sentences) == 1:
+        return Noise("interaction note", "a note about the exchange, not about anyone")
+    # Why at most 14 words: a longer question carries its asker's facts ("... keep my living
+    # room dust-free, with a cat that sheds a lot?": LongMemEval evidence).
+    if (
+        len(sentences) == 1
+        and len(words) <= 14
+        and stripped.endswith("?")
+        and _QUESTION_START.match(stripped)
+    ):
+        return Noise("question", "a question: it asks, it states nothing")
+    if _REQUEST.match(stripped) and len(sentences) <= 2 and not _first_person_fact(stripped):
+        return Noise("request", "a one-off request to the assistant")
+    if _NARRATION.match(stripped) and len(words) <= 30:
+        return Noise("narration", "the assistant narrating its own work")
+    if _REPORT.match(stripped) and len(words) <= 30:
+        return Noise("narration", "the assistant reporting its own work")
+    if _STATUS.search(stripped) and len(words) <= 16:
+        return Noise("status", "a status of the moment")
+    return None
+
+
+_FIRST_PERSON_FACT = re.compile(
+    r"\b(?:i am|i'm|i have|i've got|we are|we're|we use|my \w+(?: \w+)? (?:is|are|was))\b",
+    re.IGNORECASE,
+)
+
+
+def _first_person_fact(text: str) -> bool:
+    """A request that also says something about the user ("Find me a vegan place, I'm
+    vegan") holds a fact: kept."""
+    return bool(_FIRST_PERSON_FACT.search(text))

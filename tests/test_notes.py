@@ -1,0 +1,65 @@
+"""Ordinary notes, as an assistant writes them for a user: many start with a label ("Note:",
+"TODO:", "Decision:"). A label is nobody: it is no speaker of a conversation (the
+conversation rules leave such a store alone), no entity of the graph, and each note is
+recalled first for the question it answers. Through a real MCP client, out of the box."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import connected
+
+pytestmark = pytest.mark.anyio
+
+NOTES = [
+    "Note: the database backups run nightly at 02:00 to the acme-backups bucket.",
+    "TODO: rotate the staging API keys before the March release.",
+    "Decision: we use pnpm workspaces, not yarn.",
+    "Reminder: the dentist appointment is on Friday at 3pm.",
+    "Meeting: the design review moved to Thursday afternoons.",
+    "Note: the office wifi password changes every quarter.",
+    "TODO: renew the TLS certificate for api.example.com in June.",
+    "Decision: the mobile app ships with React Native, not Flutter.",
+    "Idea: a weekly digest email of open pull requests.",
+    "The user prefers dark mode in every editor.",
+    "The user's sister Ana lives in Lisbon.",
+    "Note: the CI pipeline takes about twelve minutes on main.",
+    "Meeting notes: the team agreed to freeze features two weeks before each release.",
+    "Status: the migration to Postgres 16 is finished.",
+]
+QUESTIONS = {
+    "Is there a note about database backups?": 0,
+    "What do I still need to do about the staging keys?": 1,
+    "Which package manager did we decide on?": 2,
+    "When is the dentist appointment?": 3,
+    "When is the design review?": 4,
+    "What about the TLS certificate?": 6,
+    "What framework is the mobile app built with?": 7,
+    "How long does the CI pipeline take?": 11,
+    "When do we freeze features?": 12,
+    "Did the Postgres migration finish?": 13,
+}
+LABELS = {"note", "todo", "decision", "reminder", "meeting", "idea", "meeting notes", "status"}
+
+
+async def test_each_labelled_note_is_recalled_first_and_no_label_is_an_entity(open_engine):
+    async with connected(open_engine) as (client, engine):
+        ids, lost = [], []
+        for text in NOTES:
+            result = (await client.call_tool("remember", {"content": text})).structured_content
+            ids.append(result["id"])
+            if result["id"] is None:
+                lost.append((text, result["status"], result.get("reason")))
+        assert not lost, lost
+        for question, want in QUESTIONS.items():
+            result = await client.call_tool("recall", {"query": question, "k": 5})
+            items = result.structured_content["items"]
+            assert items and items[0]["id"] == ids[want], (question, [i["content"] for i in items])
+        # The labels head many notes, and still no conversation is seen in them.
+        assert await engine.episodic.speakers("default") == {}
+        await client.call_tool("consolidate", {})
+        graph = await engine.graph_overview("default", limit=200)
+        names = {node.id.lower() for node in graph.nodes}
+        assert names, "the notes gave the graph no entity at all"
+        assert not names & LABELS, names & LABELS
+        facts = [(e.source, e.predicate, e.target) for e in graph.edges]
+        assert not [f for f in facts if {f[0].lower(), f[2].lower()} & LABELS], facts
