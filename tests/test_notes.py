@@ -1,7 +1,12 @@
 """Ordinary notes, as an assistant writes them for a user: many start with a label ("Note:",
 "TODO:", "Decision:"). A label is nobody: it is no speaker of a conversation (the
 conversation rules leave such a store alone), no entity of the graph, and each note is
-recalled first for the question it answers. Through a real MCP client, out of the box."""
+recalled first for the question it answers. Through a real MCP client, out of the box.
+
+Before the one speaker rule, "Note" heading three memories was a speaker, and "Is there a
+note about database backups?" searched the "Note:" lines first: the backups memory, which
+has no label, came second. Before the gate of named rules, two of these notes were
+rejected."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from conftest import connected
 pytestmark = pytest.mark.anyio
 
 NOTES = [
-    "Note: the database backups run nightly at 02:00 to the acme-backups bucket.",
+    "The database backups run nightly at 02:00 to the acme-backups bucket.",
     "TODO: rotate the staging API keys before the March release.",
     "Decision: we use pnpm workspaces, not yarn.",
     "Reminder: the dentist appointment is on Friday at 3pm.",
@@ -25,6 +30,7 @@ NOTES = [
     "Note: the CI pipeline takes about twelve minutes on main.",
     "Meeting notes: the team agreed to freeze features two weeks before each release.",
     "Status: the migration to Postgres 16 is finished.",
+    "Note: the staging server restarts every Sunday night.",
 ]
 QUESTIONS = {
     "Is there a note about database backups?": 0,

@@ -8,7 +8,7 @@ verb-preposition-object with coordination on both sides, copulas ("Tom is my bro
 ..."), relative clauses and participles ("which is based in", "directed by"), passives
 written active, negation (``not_`` before the predicate: "doesn't like X" never gives
 ``likes``), and he/she resolved to the last person named. First person and "the user" are
-the entity ``User`` (in a transcript turn "Name: ...", the speaker). Canonical predicates
+the entity ``User`` (in a turn "[date] Name: ...", the speaker). Canonical predicates
 come from a small table of verb lemmas (:data:`VERBS`); any other verb keeps its lemma (and
 preposition). Entity types come from a name's role in its facts (what one lives in is a
 Location, works at an Organization; a relation word names a Person); the pipeline runs
