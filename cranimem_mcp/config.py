@@ -129,9 +129,17 @@ class RetrievalSettings(_Section):
 
 
 class TemporalSettings(_Section):
-    # Why not is_allergic_to: allergies accumulate, and losing one to a "supersession" would
-    # drop a health constraint. An extractor can still mark a relation functional itself.
-    functional_predicates: list[str] = ["lives_in", "works_at", "prefers", "based_in"]
+    # One value at a time for a person: a new one ends the old. Not preferences, likes,
+    # languages or allergies: they accumulate ("I prefer metric units" ends no "I prefer
+    # dark mode"), unless the sentence states a change ("these days", "since 2019": the
+    # extractor marks that relation functional itself).
+    functional_predicates: list[str] = [
+        "lives_in",
+        "works_at",
+        "based_in",
+        "has_manager",
+        "has_partner",
+    ]
     half_life_days: float = Field(180.0, ge=0.0)
     longterm_capacity: int = Field(5000, ge=1, le=10_000_000)
 

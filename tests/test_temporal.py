@@ -73,6 +73,23 @@ async def test_job_change_and_changed_preference(open_engine):
         assert ("User", "works_at", "Acme Robotics") not in current
 
 
+async def test_facts_change_only_when_they_change(open_engine):
+    """A preference is many-valued: an unrelated new one ends nothing (it once ended dark
+    mode). A person has one manager at a time: a new one ends the old."""
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        await engine.remember("I prefer dark mode in every editor.", goal=LIFE)
+        await engine.remember("My manager is Priya.", goal=LIFE)
+        await engine.consolidate()
+        units = await engine.remember("I prefer metric units for recipes.", goal=LIFE)
+        manager = await engine.remember("My new manager is Tom.", goal=LIFE)
+        assert triples(units.superseded) == set()
+        assert triples(manager.superseded) == {("User", "has_manager", "Priya")}
+        await engine.consolidate()
+        result = await engine.recall("What do I prefer?", paths=["graph"])
+        current = triples(result.facts, current_only=True)
+        assert {("User", "prefers", "dark mode"), ("User", "prefers", "metric units")} <= current
+
+
 @pytest.mark.parametrize("linked", [True, False], ids=["in the graph", "in the buffer"])
 async def test_a_denial_ends_the_fact_it_denies(open_engine, linked):
     """ "I no longer work at Acme" once stored (User, works_at, Acme) itself (the "no" hangs

@@ -89,6 +89,15 @@ _SUBJECTLESS = re.compile(
 )
 
 
+# Words that state a change: with one of them, a preference ends the one it replaces.
+_CHANGE = re.compile(
+    r"\b(?:now|these days|nowadays|since|starting (?:in|from)|started|anymore|any more|"
+    r"no longer|switched|instead|new|moved|from now on|changed)\b",
+    re.IGNORECASE,
+)
+CHANGES_END = frozenset({"prefers"})
+
+
 def sentence(d: Discourse, sent: Any) -> None:
     """One sentence's facts: each verb's clause, each noun phrase's own facts, and the
     named people "he" and "she" may refer to next."""
@@ -291,9 +300,16 @@ def extract_one(text: str) -> Extraction:
         for name in (rel.subject, rel.object):
             if canonical_name(name) not in reader.entities:
                 reader.entity(name, "Other")
-    return Extraction(
-        entities=list(reader.entities.values()), relations=list(reader.relations.values())
-    )
+    relations = list(reader.relations.values())
+    if _CHANGE.search(text):
+        # A stated change ("these days", "since 2019", "I switched to") ends the old value of
+        # a preference, which is many-valued otherwise: "I prefer metric units for recipes"
+        # leaves "I prefer dark mode" alone (docs/RESULTS.md, "Facts change only when...").
+        relations = [
+            r.model_copy(update={"functional": True}) if r.predicate in CHANGES_END else r
+            for r in relations
+        ]
+    return Extraction(entities=list(reader.entities.values()), relations=relations)
 
 
 class HeuristicExtractor:

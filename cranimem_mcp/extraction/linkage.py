@@ -36,7 +36,12 @@ def check(extraction: Extraction, max_name: int = 200) -> Extraction:
         p = predicate_name(rel.predicate)
         relations.setdefault(
             (s, p, o),
-            Relation(subject=entities[s].name, predicate=p, object=entities[o].name),
+            Relation(
+                subject=entities[s].name,
+                predicate=p,
+                object=entities[o].name,
+                functional=rel.functional,
+            ),
         )
     return Extraction(entities=list(entities.values()), relations=list(relations.values()))
 
