@@ -26,11 +26,11 @@ TEST_PART = json.loads((DATA / "gate_default_test.json").read_text())["items"]
 # Issue 13's targets on the held-out part (docs/gate-measurement.md: 0.991 / 0.964 when
 # this was written).
 # The gate rejects only what a noise rule recognises (gate/noise.py): measured 2026-12-04 on
-# the held-out part, through the rules, 1.000 of the durable writes kept (117/117) and 0.495
-# of the noise dropped (55/111; the rest, world knowledge and reports of the assistant's
+# the held-out part, through the rules, 1.000 of the durable writes kept (117/117) and 0.450
+# of the noise dropped (50/111; the rest, world knowledge and reports of the assistant's
 # past work above all, kept at low importance for replay). The classifier alone had kept
 # 0.991 and dropped 0.964 here, and lost a third of the project facts written elsewhere.
-KEEP_TARGET, DROP_TARGET = 0.98, 0.45
+KEEP_TARGET, DROP_TARGET = 0.98, 0.40
 
 
 async def _right(engine, items) -> list[bool]:

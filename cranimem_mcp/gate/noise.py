@@ -72,7 +72,7 @@ _PLEASANT = frozenset(
     sorry apologies confusion earlier interesting moving on fair enough ha happy help with
     thing point hadn't thought of way huge today hope weekend let me know if there's
     anything else can i do mate total totally needed what just question next that's at
-    you've a an""".split()
+    you've a an really""".split()
 )
 _GREETING = re.compile(
     r"^(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))[\s,]+[A-Z][\w'’-]*[\s!.]*$",
@@ -90,53 +90,66 @@ _REQUEST = re.compile(
     r"(?:tell me|show me|send me|give me|find me|get me|help me|write me|make me|"
     r"find|list|translate|summari[sz]e|rephrase|reword|proofread|tally|calculate|compute|"
     r"convert|draft|generate|brainstorm|suggest|recommend|look up|search for|book (?:a|an|me)|"
-    r"write (?:a|an|me)|explain|rename|make this|make it)\b|"
-    r"\b(?:for this (?:answer|email|one|reply|message)|this time|for now)\b",
+    r"write (?:a|an|me)|explain|rename|make this|make it)\b",
     re.IGNORECASE,
 )
+# An instruction for this once ("Use bullet points for this answer.", "Leave the appendix out
+# this time."): an imperative with a marker of the one occasion.
+_ONCE = re.compile(
+    r"^(?:please\s+)?(?:use|leave|skip|drop|keep|make|do|don't|answer|reply|format|put|add|"
+    r"remove|send|show|give)\b.*\b(?:for this (?:answer|email|one|reply|message)|this time|"
+    r"for now|today's)\b",
+    re.IGNORECASE,
+)
+# Only the assistant's own work: what it checks, reads and writes for the user, with the
+# artefact named ("Let me check the logs.", "I'll start by reading the README"); a plan of the
+# user's ("I'll start a new job in March", "I'm going to run a marathon") is not narration.
 _NARRATION = re.compile(
     r"^(?:(?:ok|okay|sure|alright|great|right|now|next|first|then)[,!.]?\s+)*"
-    r"(?:let me|i'?ll (?:start|begin|now|first|next|go ahead|take a look|look|check|search|"
-    r"run|read|open|pull|fetch|scan)|i will (?:now|first|start)|"
-    r"i'?ve (?:just )?(?:shared|summari[sz]ed|drafted|checked|searched|looked|compiled|"
-    r"put together|gone through|reviewed|scanned|pulled|fetched|created the|updated the|"
-    r"added the|written the)|"
-    r"i (?:just )?(?:checked|searched|looked up|looked through|scanned|reviewed) (?:your|the)|"
+    r"(?:let me (?:check|look|search|see|find|pull|fetch|run|read|open|think|verify|try|"
+    r"start|take a look|scan|grab|summari[sz]e|draft|write|double-check|go through|dig)|"
+    r"i'?ll (?:start|begin) by\b|i'?ll (?:now|first|next|go ahead and)\b|"
+    r"i'?ll (?:take a look|look (?:at|into|up|through)|check (?:the|your|whether|if)|"
+    r"search (?:the|your|for)|run the|read (?:the|your|through)|open the|pull (?:the|up)|"
+    r"fetch the|scan the)\b|i will (?:now|first|start by)\b|"
+    r"i'?ll (?:condense|double-check|paste|rewrite|summari[sz]e|refactor)\b|"
+    r"i'?ve (?:just )?(?:shared|summari[sz]ed|drafted|compiled|scanned|fetched)\b|"
+    r"i'?ve (?:just )?(?:checked|searched|looked (?:at|into|up|through)|gone through|reviewed|"
+    r"pulled|created|updated|added|written|put together) (?:the|your|a (?:list|summary|draft|"
+    r"table|report|few|short))\b|"
+    r"i (?:just )?(?:checked|searched|looked up|looked through|scanned|reviewed) (?:your|the)\b|"
     r"i'?m (?:now )?(?:putting together|pulling|looking up|looking into|searching|scanning|"
-    r"checking|fetching|compiling|drafting)|"
-    r"(?:scanning|searching|checking|looking up|looking through|pulling|fetching|loading|"
-    r"analy[sz]ing|compiling|generating|preparing|summari[sz]ing|reading through|running) "
-    r"(?:the|your|for|through|up)\b|"
-    r"(?:now )?i'?m (?:now )?going to (?:split|draft|write|refactor|run|check|look|search|read|"
-    r"fix|update|create|add|rewrite|test|try|start|condense|paste|flag|summari[sz]e|go through)|"
-    r"i'?ll (?:condense|double-check|paste|draft|write|rewrite|summari[sz]e|refactor|fix|"
-    r"update|add|try))\b",
+    r"checking|fetching|compiling|drafting) (?:the|your|a|an|for|through|up)\b|"
+    r"(?:scanning|fetching|pulling|analy[sz]ing|compiling) (?:the|your|for|through|up)\b|"
+    r"(?:now )?i'?m (?:now )?going to (?:split|draft|refactor|check|look (?:at|into)|search|fix|"
+    r"update|rewrite|condense|paste|flag|summari[sz]e|go through) (?:the|this|that|your|it)\b)",
     re.IGNORECASE,
 )
-# The assistant reporting what it did for the user: first person, a past action, and the
-# user addressed ("your", "you asked", "for you", "above", "below", "as requested").
+# The assistant reporting what it did for the user: "I've" (or "Done:"), a past action, and
+# the user addressed ("your", "you asked", "for you", "above", "below", "as requested").
 _REPORT = re.compile(
-    r"^(?:done[:,—-]?\s*)?(?:i'?ve |i have |i )(?:just |now |also |went ahead and )?"
+    r"^(?:done[:,—-]?\s*)?(?:i'?ve |i have )(?:just |now |also |went ahead and )?"
     r"(?:\w+ed|ran|built|sent|rewrote|rewritten|made|found|put|wrote|written|set|read)\b"
     r".*\b(?:your|you asked|you'd|for you|above|below|as requested|you wanted)\b",
     re.IGNORECASE,
 )
 _STATUS = re.compile(
-    r"\b(?:is|are) (?:still|currently|now) (?:running|in progress|pending|queued|building|"
-    r"deploying|broken|failing|loading|compiling|uploading|downloading|being)\b|"
+    r"\b(?:is|are) still (?:running|in progress|pending|queued|building|deploying|loading|"
+    r"compiling|uploading|downloading|going|waiting)\b|"
+    r"\b(?:is|are) currently (?:in progress|pending|queued|deploying|building|loading|"
+    r"compiling|uploading|downloading|broken)\b|"
     r"\b(?:is|are) in progress\b|"
-    r"^i'?m (?:on the (?:train|bus|plane|subway|tube|phone)|in the (?:car|middle of|shower)|"
-    r"halfway through|in a meeting|about to)\b|"
+    r"^i'?m (?:on the (?:train|bus|plane|subway|tube|phone)|in the (?:car|shower)|"
+    r"in the middle of (?:a|the) (?:rebase|merge|build|deploy|call|meeting)|in a meeting)\b|"
     r"^(?:in a meeting|brb|afk|be right back|back in \d+)\b|"
     r"\bback in \d+\s*(?:min|minutes|mins)?[.!]*$|"
-    r"^i (?:just )?(?:woke up|got up|got home|got back|got in)[.!]*$|"
-    r"^i'?m (?:\w+ing) (?:this|it|that|the \w+) (?:now|right now)\b|"
+    r"^i (?:just )?(?:woke up|got up|got home|got in)[.!]*$|"
+    r"^i'?m (?:\w+ing) (?:this|it|that) (?:now|right now)\b|"
     r"^(?:still|currently) (?:waiting|going|running|reviewing|downloading|uploading|working|"
-    r"debugging|building|deploying)\b|\bis still going\b|\bgive me a (?:sec|second|minute)\b|"
-    r"\b(?:right now|at the moment)[.!]*$|\b(?:as we speak|one moment|for a sec)\b|"
+    r"debugging|building|deploying)\b|\bgive me a (?:sec|second|minute)\b|"
+    r"\b(?:as we speak|one moment|for a sec)\b|"
     r"^(?:i'?m|i am) (?:still |currently )?(?:waiting for|running late|logged in|in the queue|"
-    r"at (?:a|the) (?:café|cafe|airport|station|gym)|hungry|tired|a bit tired|a little confused|"
-    r"feeling a bit|pretty wiped)\b",
+    r"hungry|tired|a bit tired|a little confused|feeling a bit|pretty wiped)\b",
     re.IGNORECASE,
 )
 _OUTPUT_LINE = re.compile(
@@ -155,7 +168,7 @@ _INTERACTION = re.compile(
     r"asked (?:about|for|whether|if|how|what|where|when|who|why)|requested to|"
     r"wants to know|seems|thanked|acknowledged|agreed|laughed|replied|responded|"
     r"is chatting|started a conversation|ended the conversation)\b|"
-    r"\bis (?:unknown|not known|not yet known)\b",
+    r"^(?:the )?user'?s? [\w ]{1,40} (?:is|are) (?:unknown|not known|not yet known)\b",
     re.IGNORECASE,
 )
 
@@ -208,7 +221,11 @@ def noise(text: str) -> Noise | None:
         and _QUESTION_START.match(stripped)
     ):
         return Noise("question", "a question: it asks, it states nothing")
-    if _REQUEST.match(stripped) and len(sentences) <= 2 and not _first_person_fact(stripped):
+    if (
+        (_REQUEST.match(stripped) or _ONCE.match(stripped))
+        and len(sentences) <= 2
+        and not (_first_person_fact(stripped))
+    ):
         return Noise("request", "a one-off request to the assistant")
     if _NARRATION.match(stripped) and len(words) <= 30:
         return Noise("narration", "the assistant narrating its own work")

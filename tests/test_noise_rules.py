@@ -1,0 +1,75 @@
+"""The default gate's noise rules (cranimem_mcp/gate/noise.py): each names what it saw, and
+none takes a durable write that merely starts like noise. A wrong rejection costs the
+memory; a doubtful write kept costs a buffer slot until replay prunes it."""
+
+from __future__ import annotations
+
+import pytest
+
+from cranimem_mcp.gate.noise import noise
+
+# Plans, events and facts that open like the assistant's narration, a request, a status or a
+# question. The first 13 were rejected by the first draft of these rules (commit 23ef478);
+# the others hold the same openings ("Remind me", "Sure!", "Hello!") in durable writes.
+DURABLE = [
+    "I'll start a new job at Google in March.",
+    "I'm going to run a marathon next year.",
+    "Let me tell you about my sister Ana, she lives in Lisbon.",
+    "Running the Berlin marathon was my proudest moment.",
+    "I live in Berlin at the moment.",
+    "I'm halfway through my PhD.",
+    "I'm about to move to Denver.",
+    "I've put together a band with my brother.",
+    "I'm learning the piano now.",
+    "The API is now running on Fly.io.",
+    "I've looked after my grandmother since 2019.",
+    "Searching for a new apartment in Lyon.",
+    "I'll write my thesis on coral reefs.",
+    "The API is frozen for now.",
+    "The cause of the outage is still unknown.",
+    "We use SQLite for now, Postgres later.",
+    "Book club meets the last Sunday of each month at Hannah's place.",
+    "Hello! I am Dhravya. I am 20 years old.",
+    "Sure! His name is Max and he's a golden retriever.",
+    "Remind me to buy gas.",
+    "Call me Professor.",
+    "Send daily updates at 7 AM.",
+    "Can you remember that I'm vegan?",
+    "[decision] Implemented rate limiting at 100 requests/minute per user #security",
+    "Decision: we use pnpm workspaces, not yarn.",
+    "[8 May, 2023] Caroline: I just got back from a camping trip with my kids!",
+]
+
+NOISE = {
+    "": "empty",
+    "👍": "empty",
+    "Thanks, that makes sense!": "pleasantry",
+    "Hello Nova!": "pleasantry",
+    "[8 May, 2023] Ann: Thanks so much, really helpful!": "pleasantry",
+    "Where do I live?": "question",
+    "Tell me a joke.": "request",
+    "Can you help me write a Python function to sort a list?": "question",
+    "Please help me write my essay about the war.": "request",
+    "Use bullet points for this answer.": "request",
+    "Let me check the server logs.": "narration",
+    "I'll start by reading the README to get a feel for the project structure.": "narration",
+    "I've updated the intro of your cover letter as you asked.": "narration",
+    "The tests are still running on CI.": "status",
+    "In a meeting, back in 20.": "status",
+    'Traceback (most recent call last):\n  File "app.py", line 3, in <module>': "tool output",
+    '{"order_id": 88123, "status": "shipped", "carrier": "DHL"}': "tool output",
+    "User greeted": "interaction note",
+    "User's favorite color is unknown": "interaction note",
+}
+
+
+@pytest.mark.parametrize("text", DURABLE)
+def test_a_durable_write_that_opens_like_noise_is_kept(text):
+    found = noise(text)
+    assert found is None, (found, text)
+
+
+@pytest.mark.parametrize(("text", "rule"), NOISE.items())
+def test_certain_noise_is_rejected_by_the_rule_that_names_it(text, rule):
+    found = noise(text)
+    assert found is not None and found.rule == rule, (found, text)
