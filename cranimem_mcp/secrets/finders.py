@@ -4,7 +4,8 @@ A finder is a pure function of a rule's match and the original text that returns
 replace and its label (:data:`Hit`), or ``None`` to skip a look-alike: a token extended over
 its tail, a webhook URL that keeps its host, a connection string that keeps everything but
 the password, a value stated after a keyword that must look like a value ("my password is on
-the sticky note" is not one), a card number that passes Luhn's check, an IBAN its mod-97
+the sticky note" is not one) and is no quantity ("Monthly pass: $156.00", "Beartooth Pass:
+100 miles", "Pin: 1500 pieces"), a card number that passes Luhn's check, an IBAN its mod-97
 check. The rules that pair a regex with its finder are :mod:`cranimem_mcp.secrets.rules`.
 """
 
@@ -161,6 +162,114 @@ _CLAUSE_END = re.compile(r"\s*(?:$|[.,;!?)\n]|\s(?:and|but|so|or|then)\b)")
 _QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’"}
 
 
+# --- values that are plainly no credential ---------------------------------------------------
+#
+# "1-Day Pass: ¥2,670", "Beartooth Pass: 100 miles", "Pin: 1500 pieces": the keyword is an
+# ordinary word there, and what follows it is a quantity. A credential is one made-up token;
+# a price, an amount with its unit, a date or a time is not, whichever keyword precedes it.
+
+# Bounded runs: a regex that backtracks over a 30,000-digit run, trying every unit at each
+# digit, costs 0.1 s; no quantity has more than twelve digits.
+_NUMBER = r"[~≈]?(?:[0-9]{1,3}(?:,[0-9]{3}){1,4}|[0-9]{1,12})(?:\.[0-9]{1,6})?\+?"
+_CURRENCY_SIGN = r"(?:US|C|A|AU|NZ|HK|S|R|NT|MX)?[$€£¥₹₩₽₺฿₫₱₪¢]"
+_CURRENCY_CODE = (
+    r"usd|eur|gbp|jpy|cny|rmb|inr|krw|aud|cad|chf|nzd|hkd|sgd|thb|mxn|brl|zar|sek|nok|dkk|pln"
+    r"|vnd|php|idr|myr|aed|rs\.?"
+)
+# Two letters at least when written together: "1234m" or "2580a" may well be a code, "45min"
+# and "10km" are not.
+_UNIT = (
+    r"%|°[cf]?|percent|"
+    # length, weight, volume
+    r"mi|miles?|km|kilomet(?:er|re)s?|met(?:er|re)s?|ft|feet|foot|inch(?:es)?|yards?|cm|mm"
+    r"|kg|kilos?|grams?|lbs?|pounds?|oz|ounces?|mg|mcg|tons?|tonnes?|ml|lit(?:er|re)s?|cups?"
+    r"|tbsp|tsp|tablespoons?|teaspoons?|gallons?|gal|quarts?|pints?"
+    # time
+    r"|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|wks?|months?|mos|years?|yrs?"
+    r"|nights?|decades?"
+    # rates, energy, data
+    r"|degrees?|mph|kph|km/h|kmh|knots?|mpg|cal|calories|kcal|kj|mah|kwh|wh|gb|mb|tb|kb|gbps"
+    r"|mbps|fps|px|dpi|hz|ghz|mhz"
+    # things counted
+    r"|people|persons?|guests?|adults?|child(?:ren)?|kids?|tickets?|rides?|visits?|trips?"
+    r"|times|stops?|points?|pieces?|items?|characters?|chars?|letters?|digits?|words?|entries"
+    r"|attempts?|uses|players?|members?|seats?|rooms?|floors?|pages?|units?|servings?|slices?"
+    r"|steps|reps?|sets|laps?"
+    # money
+    r"|dollars?|bucks?|cents?|euros?|yen|yuan|rupees?|pesos?|francs?|baht|reais|rand|lira"
+    r"|" + _CURRENCY_CODE
+)
+_MONTH = r"(?:0?[1-9]|1[0-2])"
+_DAY = r"(?:0?[1-9]|[12][0-9]|3[01])"
+_YEAR = r"(?:19|20)[0-9]{2}"
+_RANGE = _NUMBER + r"(?:\s*(?:-|–|—|to)\s*" + _NUMBER + r")?"
+_CLOCK = r"(?:[01]?[0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9])?"
+_QUANTITY = re.compile(
+    r"(?:"
+    + "|".join(
+        [
+            _CURRENCY_SIGN + r"\s?" + _NUMBER + r"(?:\s?(?:k|m|bn|million|billion)\b)?",  # ¥2,670
+            r"(?:" + _CURRENCY_CODE + r")\s?" + _NUMBER,  # USD 25, Rs. 500
+            # 100 miles, 10-15 minutes, 4.5-mile, 45min; a one-letter unit only apart: 2,500 m
+            _RANGE + r"(?:(?:\s?|-)(?:" + _UNIT + r")|\s[mghls])",
+            _YEAR + r"[-/.]" + _MONTH + r"[-/.]" + _DAY,  # 2024-05-01
+            r"(?:" + _DAY + r"[-/.]" + _MONTH + r"|" + _MONTH + r"[-/.]" + _DAY + r")[-/.]" + _YEAR,
+            r"(?:" + _CLOCK + r"|1[0-2]|0?[1-9])\s?(?:am|pm|a\.m\.|p\.m\.)",  # 9pm, 10:30 am
+            _CLOCK,  # 17:45
+            r"(?:1[89]|20)[0-9]0s",  # the 1990s
+            r"[0-9]{1,6}(?:st|nd|rd|th)",  # the 2nd
+        ]
+    )
+    + r")(?![\w$€£¥%°'’])",
+    re.IGNORECASE,
+)
+# After the bare word "pass" (a ticket, a mountain pass, a pass in a game) a small count or a
+# fraction is no value either ("pass: 100", "Pass: 3/4 of a cup"); after "password" it may be.
+_COUNT = re.compile(
+    r"(?:[0-9]{1,2}/[0-9]{1,2}|[0-9]{1,3}(?:,[0-9]{3}){1,4}|[0-9]{1,3}\+?)(?![\w$€£¥%°'’])"
+)
+
+
+def _quantity(text: str, start: int, end: int, counts: bool = False) -> bool:
+    """Whether the value at ``text[start:end]`` is a price, an amount with its unit, a date,
+    a time or an ordinal (with ``counts``: also a small count or a fraction). The match must
+    cover the whole value: "$1,200!" or "100kmx9" are left to the other checks."""
+    for pattern in (_QUANTITY, _COUNT) if counts else (_QUANTITY,):
+        m = pattern.match(text, start)
+        if m and m.end() >= end:
+            return True
+    return False
+
+
+def _value_end(text: str, start: int, end: int) -> int:
+    """The end of an unquoted value without its trailing punctuation, nor the ``**`` or
+    ``__`` that closes a Markdown emphasis opened before it on its line: in "**Use a password
+    manager**" the value is "manager", a word, not "manager**", a word with symbols. Only the
+    nearest run before the value is read, so a value replaced earlier in the line never
+    changes the decision (the guard stays idempotent)."""
+    while end > start:
+        run = text[end - 2 : end]
+        if text[end - 1] in ".,;:)]}?":
+            end -= 1
+        elif run in ("**", "__") and end - 2 > start and _opens_emphasis(text, run, start):
+            end -= 2
+        else:
+            break
+    return end
+
+
+def _opens_emphasis(text: str, run: str, before: int) -> bool:
+    """Whether the nearest ``run`` before ``before``, on the same line, opens an emphasis
+    (CommonMark's left-flanking run: "**Use", not "manager** " nor "Tip**:")."""
+    at = text.rfind(run, 0, before)
+    if at < 0 or "\n" in text[at:before]:
+        return False
+    after, prev = text[at + 2 : at + 3], text[at - 1 : at]
+    if not after or after.isspace():
+        return False
+    return after.isalnum() or not prev or prev.isspace() or not prev.isalnum()
+
+
 def _secret_value(m: re.Match[str], text: str, mode: str) -> tuple[int, int] | None:
     """The span of the ``value`` group if it plausibly is a secret. ``mode``: "prose" (after
     "is": a plain word must end its clause), "assign" (after ":" or "=": any word but the
@@ -175,8 +284,7 @@ def _secret_value(m: re.Match[str], text: str, mode: str) -> tuple[int, int] | N
             if not inner.strip() or _PLACEHOLDER_VALUE.fullmatch(inner)
             else (start + 1, end - 1)
         )
-    while end > start and text[end - 1] in ".,;:)]}?":
-        end -= 1
+    end = _value_end(text, start, end)
     value = text[start:end]
     if len(value) < 3 or _PLACEHOLDER_VALUE.fullmatch(value) or value.lower() in _NOT_A_VALUE:
         return None
@@ -225,6 +333,31 @@ def _label_for_name(name: str) -> str | None:
     return "token" if "token" in n else None
 
 
+# Capitalised words before "Pass" that make it an account's password, not a place or a ticket.
+_ACCOUNT_WORDS = frozenset(
+    """wi-fi wifi wlan network router modem admin administrator root user username login
+    account email e-mail mail db database server ssh ftp sftp vpn sudo master app portal system
+    computer laptop pc phone device my your our his her their the new old current default
+    temporary temp""".split()
+)
+_NAME_BEFORE = re.compile(r"([A-Z0-9][\w'’.-]*) $")
+_WORDS_OF_A_NAME = re.compile(r"[A-Za-z][A-Za-z'’.-]*")
+
+
+def _pass_of_a_name(text: str, at: int, value: str) -> bool:
+    """ "Beartooth Pass: McCarthy", "Logan Pass: Going-to-the-Sun": "Pass" capitalised after a
+    capitalised word names a place or a ticket, and a value made of letters is a word or a
+    name (its inner capital or hyphen made it look made up). "Wi-Fi Pass" and "Admin Pass"
+    are an account's password, and a value with a digit or a symbol is judged as always."""
+    before = _NAME_BEFORE.search(text, max(0, at - 40), at)
+    return (
+        text[at] == "P"
+        and before is not None
+        and before[1].lower() not in _ACCOUNT_WORDS
+        and _WORDS_OF_A_NAME.fullmatch(value) is not None
+    )
+
+
 def find_assignment(m: re.Match[str], text: str) -> Hit | None:
     """``name: value`` / ``name=value`` in config, env, JSON, queries and command lines. The
     regex starts at the key word (fast to scan for); the name may begin up to 40 characters
@@ -245,13 +378,21 @@ def find_assignment(m: re.Match[str], text: str) -> Hit | None:
     if span is None:
         return None
     start, end = span
-    if text[m.start("value")] not in _QUOTES:
+    quoted = text[m.start("value")] in _QUOTES  # a quoted value is what it says: no guessing
+    if mode == "prose" and not quoted:
+        # "Monthly pass: $156.00", "Beartooth Pass: 100 miles": after a colon in prose the bare
+        # word "pass" is a ticket or a mountain pass as often as a password.
+        bare_pass = word == "pass" and name_start == at
+        if _quantity(text, start, end, counts=bare_pass):
+            return None
+        if bare_pass and _pass_of_a_name(text, at, text[start:end]):
+            return None
+    if not quoted:
         value = text[start:end]
         stops = "&#" if name_start and text[name_start - 1] in "?&" else ""
         stops += ";" if label == "password" else ""
         cuts = [i for i in (value.find(c) for c in stops) if i >= 0]
         end = start + min(cuts) if cuts else end
-    quoted = text[m.start("value")] in _QUOTES
     if end <= start or (
         label in ("token", "secret", "API key") and not _tokenish(text[start:end], quoted)
     ):
@@ -283,8 +424,13 @@ def find_prose_password(m: re.Match[str], text: str) -> Hit | None:
     if _owned_by_assignment(m) and kw.startswith("pass"):
         return None
     label = "passcode" if kw.startswith("passcode") else "password"
-    span = _secret_value(m, text, _conn_mode(m))
-    return None if span is None else (*span, label)
+    mode = _conn_mode(m)
+    span = _secret_value(m, text, mode)
+    if span is None:
+        return None
+    if mode != "assign" and text[m.start("value")] not in _QUOTES and _quantity(text, *span):
+        return None  # "the password is 12 characters", "passcode: 2 hours"
+    return (*span, label)
 
 
 def _before(text: str, at: int, width: int) -> str:
@@ -331,15 +477,29 @@ _CODE_QUALIFIER = re.compile(
 )
 
 
+def find_number(label: str) -> Finder:
+    """A PIN and the like: the ``value`` group, unless it is a quantity ("Pin: 1500 pieces",
+    "PIN: 2000 mAh")."""
+
+    def find(m: re.Match[str], text: str) -> Hit | None:
+        start, end = m.span("value")
+        return None if _quantity(text, start, end) else (start, end, label)
+
+    return find
+
+
 def find_access_code(m: re.Match[str], text: str) -> Hit | None:
     if not _ACCESS_QUALIFIER.search(_before(text, m.start(), 20)):
         return None
-    return m.start("value"), m.end("value"), "access code"
+    start, end = m.span("value")
+    if _quantity(text, start, end):
+        return None  # "the gate code is 1000 feet away", "door code: 2024-05-01"
+    return start, end, "access code"
 
 
 def find_auth_codes(m: re.Match[str], text: str) -> Hit | None:
     q = _CODE_QUALIFIER.search(_before(text, m.start(), 20))
-    if q is None:
+    if q is None or _quantity(text, *m.span("value")):
         return None
     label = "recovery code" if q["q"] in ("backup", "recovery") else "2FA code"
     return m.start("value"), m.end("value"), label

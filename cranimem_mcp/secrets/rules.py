@@ -39,6 +39,7 @@ from cranimem_mcp.secrets.finders import (
     find_iban,
     find_jwt,
     find_npm_rc,
+    find_number,
     find_private_key,
     find_prose_password,
     find_prose_token,
@@ -173,10 +174,10 @@ def own_rules() -> list[Rule]:
               find_prose_token, ("key", "secret", "token"), lower=True, word=True),
         _rule(3, r"(?:PIN|PUK)s?\b(?:\s*(?i:code|number|no\.?|#))?" + _MID
                  + r"(?:\s*(?i:is|was|is\s+now|:|=|-|#))?\s*(?P<value>[0-9]{4,12})" + _DIGITS_END,
-              find_exact("PIN", "value"), ("PIN", "PUK"), word=True),
+              find_number("PIN"), ("PIN", "PUK"), word=True),
         _rule(3, r"pin(?:\s*(?:code|number))?" + _MID
                  + r"\s*(?:is|was|is\s+now|:|=)\s*(?P<value>[0-9]{4,12})" + _DIGITS_END,
-              find_exact("PIN", "value"), ("pin",), lower=True, word=True),
+              find_number("PIN"), ("pin",), lower=True, word=True),
         _rule(3, r"(?:code|combo|combination|pin)\b" + _MID + code_is
                  + r"(?P<value>[0-9][0-9#*\-]{2,11})(?![0-9])",
               find_access_code, ("code", "combo", "combination", "pin"), lower=True, word=True),
