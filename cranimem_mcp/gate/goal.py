@@ -11,9 +11,8 @@ nowhere. Kept writes are tagged; BaseUtility is the mean of importance, surprise
 A scope without a goal of its own has only the default goal, which no single sentence can
 express; its writes go through the default gate instead: rejected only when a noise rule
 recognises them (:mod:`.noise`), kept otherwise, at the importance their P(durable) says
-(:mod:`.judgment`). A
-pinned write (the user asked to remember it) skips the noise gate; the secrets guard runs
-before any of this, in the engine.
+(:mod:`.judgment`). A pinned write (the user asked to remember it) skips the gate; the
+secrets guard runs before any of this, in the engine.
 """
 
 from __future__ import annotations
