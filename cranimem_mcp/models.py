@@ -240,6 +240,9 @@ class ForgetResult(BaseModel):
     facts_removed: int
     hard: bool
     dry_run: bool = False
+    unchanged: list[str] = Field(
+        default=[], description="Ids already in the trash: a soft forget leaves them as they are"
+    )
 
 
 class RestoreResult(BaseModel):

@@ -67,7 +67,7 @@ async def test_remember_recall_forget_restore_round_trip(open_engine):
 
         gone = (await client.call_tool("forget", {"ids": [s["id"]]})).structured_content
         assert gone == {"forgotten": 1, "ids": [s["id"]], "facts_removed": 1, "hard": False,
-                        "dry_run": False}  # fmt: skip
+                        "dry_run": False, "unchanged": []}  # fmt: skip
         per_scope = (await stats(client))["scopes"][0]
         assert per_scope["trash"] == 1 and per_scope["rejected_writes"] == 1
 
@@ -75,6 +75,54 @@ async def test_remember_recall_forget_restore_round_trip(open_engine):
         assert back == {"restored": 1, "ids": [s["id"]]}
         per_scope = (await stats(client))["scopes"][0]
         assert per_scope["trash"] == 0 and per_scope["longterm"] == 1 and per_scope["facts"] == 1
+
+
+async def test_forget_is_idempotent_and_a_wrong_id_is_still_an_error(open_engine):
+    """A second soft forget of the same id succeeds and changes nothing: the id comes back in
+    `unchanged`, the trash is as it was. An id the scope never held stays an error (a wrong
+    id must not pass for done), and so does one a hard forget erased: nothing is kept to say
+    it existed."""
+    async with connected(open_engine) as (client, _engine):
+
+        async def forget(**arguments):
+            result = await client.call_tool("forget", arguments)
+            return result.is_error, (
+                result.content[0].text if result.is_error else result.structured_content
+            )
+
+        async def trash():
+            listed = await client.call_tool("list_memories", {"tier": "trash"})
+            return listed.structured_content["items"]
+
+        ids = [
+            (await client.call_tool("remember", {"content": text, "pin": True})).structured_content[
+                "id"
+            ]
+            for text in ("I am allergic to penicillin.", "My sister Ana lives in Lyon.")
+        ]
+        first = await forget(ids=ids[:1])
+        assert first == (False, {"forgotten": 1, "ids": ids[:1], "facts_removed": 0,
+                                 "hard": False, "dry_run": False, "unchanged": []})  # fmt: skip
+        before = await trash()
+        again = await forget(ids=ids[:1])
+        assert again == (False, {"forgotten": 0, "ids": [], "facts_removed": 0, "hard": False,
+                                 "dry_run": False, "unchanged": ids[:1]})  # fmt: skip
+        assert await trash() == before  # not moved again, its dates untouched
+        dry = await forget(ids=ids, dry_run=True)
+        assert dry[1]["ids"] == ids[1:] and dry[1]["unchanged"] == ids[:1]
+        both = await forget(ids=ids)
+        assert both[1]["ids"] == ids[1:] and both[1]["unchanged"] == ids[:1]
+        assert {m["id"] for m in await trash()} == set(ids)
+
+        never = await forget(ids=["m_" + "0" * 20])
+        assert never[0] and "no memory m_" + "0" * 20 in never[1]
+        assert {m["id"] for m in await trash()} == set(ids)
+
+        erased = await forget(ids=ids[:1], hard=True)
+        assert erased[1]["forgotten"] == 1 and erased[1]["unchanged"] == []
+        gone = await forget(ids=ids[:1], hard=True)
+        assert gone[0] and "erased" in gone[1]
+        assert [m["id"] for m in await trash()] == ids[1:]
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,10 @@ def remember_text(r: Any) -> str:
 
 def forget_text(r: Any) -> str:
     verb = "would forget" if r.dry_run else "forgot"
+    already = f"; already in the trash: {' '.join(r.unchanged)}" if r.unchanged else ""
     return (
         f"{verb} {r.forgotten} ({'hard' if r.hard else 'soft'}); "
-        f"facts removed: {r.facts_removed}; ids: {' '.join(r.ids)}"
+        f"facts removed: {r.facts_removed}; ids: {' '.join(r.ids)}{already}"
     )
 
 

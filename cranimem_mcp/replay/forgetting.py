@@ -46,9 +46,16 @@ async def forget(
         rows = await episodic.scope_rows(scope, tiers)
         by_id = {r.id: r for r in rows}
         missing = [i for i in ids if i not in by_id]
+        # Forgetting is idempotent: an id a soft forget already put in the trash is done.
+        unchanged = [] if hard or not missing else await _trashed(episodic, scope, missing)
+        missing = [i for i in missing if i not in unchanged]
         if missing:
-            raise NotFound(f"no memory {missing[0]} in scope {scope!r} (tiers {list(tiers)})")
-        chosen = set(ids)
+            # Never passed off as done: a mistyped id would leave the memory the user meant.
+            raise NotFound(
+                f"no memory {missing[0]} in scope {scope!r} (a wrong id, another scope's, or "
+                "one a hard forget erased)"
+            )
+        chosen = set(ids) - set(unchanged)
         if all_in_scope:
             chosen |= set(by_id)
         if entity is not None:
@@ -63,6 +70,7 @@ async def forget(
                 facts_removed=facts,
                 hard=hard,
                 dry_run=dry_run,
+                unchanged=unchanged,
             )
         chosen_ids = [r.id for r in chosen_rows]
         thread.forgot(scope)
@@ -83,7 +91,16 @@ async def forget(
                      for m in full]  # fmt: skip
             await episodic.upsert(moved)
     logger.info("forgot %d memories in %s (hard=%s)", len(chosen_ids), scope, hard)
-    return ForgetResult(forgotten=len(chosen_ids), ids=chosen_ids, facts_removed=facts, hard=hard)
+    return ForgetResult(
+        forgotten=len(chosen_ids), ids=chosen_ids, facts_removed=facts, hard=hard,
+        unchanged=unchanged,
+    )  # fmt: skip
+
+
+async def _trashed(episodic: EpisodicStore, scope: str, ids: list[str]) -> list[str]:
+    """Those of ``ids`` already in the scope's trash, in their order."""
+    found = {r.id for r in await episodic.get(ids) if r.scope == scope and r.tier == "trash"}
+    return [i for i in ids if i in found]
 
 
 def _mentioning(rows: list[Memory], entity: str) -> set[str]:
