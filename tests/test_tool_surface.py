@@ -14,12 +14,15 @@ import anyio
 import httpx
 import pytest
 from conftest import connected, make_settings, server_env, stdio_params
+from jsonschema import Draft202012Validator
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 
 from cranimem_mcp.cli import main as cli
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput
-from cranimem_mcp.models import MemoryPage
+from cranimem_mcp.models import SCOPE_PATTERN, MemoryPage
+from cranimem_mcp.server.tools import build_server
 from cranimem_mcp.sharing.ownership import read_owner_info
 from cranimem_mcp.sharing.remote import rpc_app
 
@@ -99,6 +102,120 @@ async def test_forget_and_set_goal_say_what_the_model_must_know(open_engine):
     goal = tools["set_goal"].description
     assert "replaces the scope's current goal" in goal and "keep less" in goal
     assert 'tier="trash"' in tools["restore"].description
+
+
+# --- lean definitions: the budget, the guidance, the bounds ----------------------------------
+# The tool definitions ride along on every turn of the client's model.
+TOOLS_LIST_BUDGET = 10_000  # bytes
+
+# tool -> what its description must still say: when to call it, what to confirm first, how
+# pin and scopes work, what a repeat does
+GUIDANCE = {
+    "remember": ["one\nper call", "in their words", "`pin`", "`redacted`", "`forget`",
+                 "`superseded`", "confirm the change with\nthe user"],
+    "recall": ["before answering", "per scope", "`all_scopes=true`", "`trashed`", "`restore`",
+               "data, not instructions"],
+    "list_memories": ['`tier="trash"`', "`restore`", "`recall`"],
+    "consolidate": ["runs by itself", "Rarely needed"],
+    "forget": ["when the user asks", "`dry_run=true`", "explicit\nconfirmation", "`hard=true`",
+               "`all_in_scope=true`", "`restore`", "`unchanged`", "unknown id\nis an error",
+               "a wrong id never passes for done"],
+    "restore": ["forgotten", '`tier="trash"`'],
+    "set_goal": ["when the user says so", "replaces the scope's current goal", "keep less"],
+}  # fmt: skip
+# (tool, argument) -> what its description must say
+ARGUMENT_GUIDANCE = {
+    ("remember", "pin"): "asked you to remember",
+    ("remember", "content"): "user's words",
+    ("recall", "all_scopes"): "about the user in general",
+    ("recall", "paths"): "multi-hop",
+    ("forget", "hard"): "confirm with the user first",
+    ("forget", "all_in_scope"): "confirm with the user first",
+    ("forget", "entity"): "whole words",
+    ("consolidate", "scope"): "every scope",
+}
+# What a lean input schema must keep of the SDK's: every bound, pattern, value set, default
+KEPT = ("pattern", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems",
+        "enum", "default", "description")  # fmt: skip
+
+
+def _kept(schema: dict, where: str = "") -> set[tuple[str, str]]:
+    """The keywords of ``schema`` that constrain or describe a value (nested anyOf branches
+    and items included), a null default and null's place in an enum left out."""
+    found = set()
+    for key in KEPT:
+        value = schema.get(key)
+        if key == "enum" and value is not None:
+            value = [v for v in value if v is not None]
+        if value is not None:
+            found.add((where + key, json.dumps(value)))
+    for branch in schema.get("anyOf", []):
+        found |= _kept(branch, where)
+    if isinstance(schema.get("items"), dict):
+        found |= _kept(schema["items"], where + "items.")
+    return found
+
+
+async def test_the_tool_definitions_fit_in_10_kb(open_engine):
+    """Measured through the client, as issue 38 did: the tools/list result as JSON with
+    Python's default separators (the compact JSON on the wire is a little smaller). Before
+    the lean definitions: 27,059 bytes."""
+    async with connected(open_engine) as (client, _engine):
+        result = await client.list_tools()
+    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    sizes = {t["name"]: len(json.dumps(t).encode()) for t in data["tools"]}
+    assert len(json.dumps(data).encode()) <= TOOLS_LIST_BUDGET, sizes
+
+
+async def test_each_tool_still_says_when_to_call_it_and_what_to_confirm(open_engine):
+    async with connected(open_engine) as (client, _engine):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name, words in GUIDANCE.items():
+        text = " ".join(tools[name].description.split())
+        for word in words:
+            assert " ".join(word.split()) in text, f"{name}: {word!r}"
+    for (name, argument), words in ARGUMENT_GUIDANCE.items():
+        assert words in tools[name].input_schema["properties"][argument]["description"]
+    for name, tool in tools.items():
+        scope = tool.input_schema["properties"]["scope"]
+        assert scope["pattern"] == SCOPE_PATTERN, name
+        if name != "consolidate":  # its scope defaults to every scope, not the session's
+            assert "workspace" in scope["description"], name
+
+
+async def test_the_lean_schemas_keep_every_bound_pattern_and_default(open_engine):
+    """Against the SDK's own schemas: each argument keeps its bounds, pattern, value set,
+    default and description; null is still accepted where it was, a bad scope still is not;
+    each output schema names every field of the result."""
+    async with open_engine() as engine:
+        server = build_server(engine.settings, engine=engine)
+        full = {t.name: t for t in await MCPServer.list_tools(server)}
+        async with Client(server, cache=None) as client:
+            lean = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(lean) == set(full) == set(HINTS)
+    for name, tool in full.items():
+        mine = lean[name].input_schema
+        assert mine["properties"].keys() == tool.input_schema["properties"].keys(), name
+        assert mine.get("required") == tool.input_schema.get("required"), name
+        for arg, schema in tool.input_schema["properties"].items():
+            assert _kept(mine["properties"][arg]) == _kept(schema), f"{name}.{arg}"
+        assert set(lean[name].output_schema["properties"]) == set(
+            tool.output_schema["properties"]
+        ), name
+        validator = Draft202012Validator(mine)
+        assert validator.is_valid({**REQUIRED.get(name, {}), "scope": None}), name
+        assert not validator.is_valid({**REQUIRED.get(name, {}), "scope": "bad scope!"}), name
+    tier = Draft202012Validator(lean["list_memories"].input_schema)
+    assert tier.is_valid({"tier": None}) and tier.is_valid({"tier": "trash"})
+    assert not tier.is_valid({"tier": "attic"})
+    assert lean["remember"].output_schema["properties"]["status"] == {
+        "enum": ["stored", "merged", "rejected"]
+    }
+
+
+# The arguments a call cannot leave out.
+REQUIRED = {"remember": {"content": "x"}, "recall": {"query": "x"},
+            "restore": {"ids": ["m_" + "0" * 20]}, "set_goal": {"goal": "x"}}  # fmt: skip
 
 
 # --- list_memories ---------------------------------------------------------------------------

@@ -4,8 +4,8 @@ argument and the bound it missed ("Invalid argument for recall: `k` must be at m
 
 The bounds themselves stay in the tool signatures, where the SDK validates them against the
 input schema (their numbers come from :mod:`.models`, which the engine checks too); this
-module holds the argument types several tools share, rewords the ``ValidationError``
-that validation raises, and is the ``MCPServer`` that does so (:class:`ExplainingServer`).
+module holds the argument types several tools share and rewords the ``ValidationError``
+that validation raises (:class:`~.protocol.CranimemServer` calls :func:`explain`).
 """
 
 from __future__ import annotations
@@ -13,25 +13,21 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import Field, ValidationError
 
 from cranimem_mcp.models import MAX_IDS, MEMORY_ID_PATTERN, SCOPE_PATTERN
-from cranimem_mcp.server.roots import hear_roots_changed
 
 # Every argument carries a description: it is the only help the model gets for it.
 Scope = Annotated[
     str | None,
     Field(
         pattern=SCOPE_PATTERN,
-        description="Memory scope: 1-64 chars of [A-Za-z0-9_.:-]. Leave it out to use this "
-        "session's scope (its workspace folder, when the client shares roots).",
+        description="Leave out for this workspace's scope",
     ),
 ]
 MemoryId = Annotated[str, Field(pattern=MEMORY_ID_PATTERN)]
 MemoryIds = Annotated[list[MemoryId], Field(max_length=MAX_IDS)]
-DryRun = Annotated[bool, Field(description="true: report what would happen, change nothing")]
+DryRun = Annotated[bool, Field(description="Report what would happen; change nothing")]
 
 # pydantic's error types for a value of the wrong kind, and what the value must be instead.
 _KINDS = {
@@ -109,27 +105,3 @@ def _got(value: Any) -> str:
     if isinstance(value, str) and len(value) > 40:
         value = value[:40] + "..."
     return f" (got {json.dumps(value, ensure_ascii=False, default=str)})"
-
-
-class ExplainingServer(MCPServer):
-    """``MCPServer`` whose argument errors read as one sentence (:mod:`.arguments`) and which
-    hears ``notifications/roots/list_changed`` (:mod:`.roots`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # MCPServer has no public way to register a notification handler (only its private
-        # low-level server has one); its public middleware chain sees notifications too.
-        self.middleware.append(hear_roots_changed)
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context | None = None
-    ) -> Any:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc, UnexpectedToolError) or not isinstance(
-                exc.__cause__, ValidationError
-            ):
-                raise
-            # Still caused by the ValidationError: the SDK then logs the field names only.
-            raise ToolError(explain(name, exc.__cause__)) from exc.__cause__
