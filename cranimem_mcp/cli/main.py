@@ -76,6 +76,10 @@ def _setup_logging(verbose: int) -> None:
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # The terminal keeps its level when an MCP client asks for more of the package's records
+    # (server/logs.py lowers the package logger's level for them).
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
     for noisy in ("httpx", "httpcore", "sentence_transformers", "transformers", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 

@@ -13,7 +13,6 @@ the call), so there is nothing to wait for on this side.
 from __future__ import annotations
 
 import logging
-import weakref
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -27,6 +26,7 @@ from mcp_types import ListRootsRequest, ListRootsResult, NotificationParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from cranimem_mcp.server.connections import PerConnection
 from cranimem_mcp.server.scopes import scope_for_root
 
 logger = logging.getLogger(__name__)
@@ -45,36 +45,7 @@ class _SessionRoots:
     generation: int = 0  # bumped by list_changed; an answer to an older question is dropped
 
 
-class _PerConnection:
-    """Each connection's :class:`_SessionRoots`, for as long as the connection lives.
-
-    mcp 2.3 hands handlers (and middleware) a per-request ``ServerSession``; the per-connection
-    ``Connection`` with its ``state`` dict is only on the session's private ``_connection``
-    (the SDK's TODO L54), which may change in any release. What the session does expose is
-    ``client_params``: the ``initialize`` params the connection recorded, one object for the
-    connection's life, read through the session by every request on it. So the answer is kept
-    against that object's identity (the model is not hashable) and dropped when the object
-    is: when the connection is. Without ``client_params`` (no handshake on this connection: a
-    stateless or 2026-07-28 request) each call starts afresh, and asks, bounded, as before.
-    """
-
-    def __init__(self) -> None:
-        self._known: dict[int, _SessionRoots] = {}
-
-    def of(self, session: Any) -> _SessionRoots:
-        params = getattr(session, "client_params", None)
-        if params is None:
-            return _SessionRoots()
-        key = id(params)
-        known = self._known.get(key)
-        if known is None:
-            known = self._known[key] = _SessionRoots()
-            # Runs as the object is freed, before its id can be reused.
-            weakref.finalize(params, self._known.pop, key, None)
-        return known
-
-
-_CONNECTIONS = _PerConnection()
+_CONNECTIONS = PerConnection(_SessionRoots)
 
 
 def _session_roots(session: Any) -> _SessionRoots:

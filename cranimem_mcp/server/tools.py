@@ -50,6 +50,7 @@ from cranimem_mcp.models import (
     Tier,
 )
 from cranimem_mcp.server.arguments import DryRun, MemoryIds, Scope
+from cranimem_mcp.server.prompts import add_prompts
 from cranimem_mcp.server.protocol import CranimemServer
 from cranimem_mcp.server.roots import SessionScope
 from cranimem_mcp.service import MemoryService
@@ -143,6 +144,7 @@ def build_server(
             yield handle
 
     mcp = CranimemServer("cranimem", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0")
+    add_prompts(mcp)
     _OPEN[mcp] = current
 
     def tool(title: str, **hints: bool) -> Callable[[F], F]:
