@@ -18,7 +18,6 @@ from cranimem_mcp.config import load_settings
 from cranimem_mcp.eval import metrics
 from cranimem_mcp.eval.locomo import (
     Conversation,
-    Recalled,
     RunConfig,
     evidence_ids,
     load_conversations,
@@ -27,6 +26,7 @@ from cranimem_mcp.eval.locomo import (
     summarise,
 )
 from cranimem_mcp.eval.report import locomo_table
+from cranimem_mcp.eval.through_mcp import Recalled
 
 DATA = Path(__file__).parent / "data" / "locomo_mini.json"
 DEV = Path(__file__).parent.parent.parent / "shared" / "data" / "locomo_dev2.json"

@@ -11,7 +11,8 @@ settings (default goal, heuristic tagger and extractor, the embedder it is hande
 background work, so the only consolidation during the writes is the buffer bound's (overflow
 goes through replay), then one ``consolidate`` after the last turn, as
 ``scripts/eval_locomo.py`` did for the baseline. ``cranimem-mcp`` is the same run through a
-real MCP stdio client (:mod:`.through_mcp`); ``vanilla`` is cosine top-k over every turn.
+real MCP stdio client (:mod:`.through_mcp`); ``vanilla`` is cosine top-k over every turn and
+``bm25`` BM25 top-k (:mod:`.memories`).
 
 The data is CC BY-NC 4.0: it is read from outside the checkout, never copied into it.
 """
@@ -23,23 +24,20 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from cranimem_mcp.backends.embeddings import Embedder
 from cranimem_mcp.config import Settings
-from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.errors import InvalidInput
 
 from . import metrics
-from .systems import VanillaRAG, eval_settings
-from .through_mcp import Recalled
+from .memories import SYSTEMS, ConversationMemory, open_memory
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-SYSTEMS = ("cranimem", "vanilla", "cranimem-mcp")
 KS = (5, 10)
 
 
@@ -125,49 +123,6 @@ def load_conversations(path: Path, limit: int | None = None) -> list[Conversatio
     return out
 
 
-# --- the memories under test ---------------------------------------------------------------
-
-
-class ConversationMemory(Protocol):
-    """One conversation's memory: written turn by turn, settled once, then asked."""
-
-    async def remember(self, text: str) -> str: ...  # stored | merged | rejected
-
-    async def settle(self) -> None: ...  # after the last write
-
-    async def recall(self, query: str, k: int) -> Recalled: ...
-
-
-class EngineMemory:
-    def __init__(self, engine: MemoryEngine, scope: str, max_chars: int) -> None:
-        self._engine, self._scope, self._max_chars = engine, scope, max_chars
-
-    async def remember(self, text: str) -> str:
-        return (await self._engine.remember(text, self._scope)).status
-
-    async def settle(self) -> None:
-        await self._engine.consolidate(self._scope)
-
-    async def recall(self, query: str, k: int) -> Recalled:
-        result = await self._engine.recall(query, self._scope, k, self._max_chars)
-        return Recalled([it.content for it in result.items][:k], result.took_ms)
-
-
-class VanillaMemory:
-    def __init__(self, rag: VanillaRAG, scope: str, max_chars: int) -> None:
-        self._rag, self._scope, self._max_chars = rag, scope, max_chars
-
-    async def remember(self, text: str) -> str:
-        return (await self._rag.remember(self._scope, text)).status
-
-    async def settle(self) -> None:
-        return None
-
-    async def recall(self, query: str, k: int) -> Recalled:
-        exam = await self._rag.exam(self._scope, query, k, self._max_chars, [])
-        return Recalled([it.content for it in exam.result.items][:k], exam.result.took_ms)
-
-
 @dataclass
 class RunConfig:
     data: Path
@@ -191,24 +146,11 @@ def _opener(
     if name not in SYSTEMS:
         raise InvalidInput(f"eval locomo runs {', '.join(SYSTEMS)}, not {name!r}")
 
-    @asynccontextmanager
-    async def open_memory(conv: Conversation) -> AsyncIterator[ConversationMemory]:
+    def opener(conv: Conversation) -> AbstractAsyncContextManager[ConversationMemory]:
         home = root / name / conv.scope
-        if name == "vanilla":
-            async with VanillaRAG(embedder) as rag:
-                await rag.begin(conv.scope, "")
-                yield VanillaMemory(rag, conv.scope, cfg.max_chars)
-        elif name == "cranimem":
-            settings = eval_settings(base, home)
-            async with MemoryEngine(settings, embedder=embedder, background=False) as engine:
-                yield EngineMemory(engine, conv.scope, cfg.max_chars)
-        else:
-            from .through_mcp import open_mcp_memory
+        return open_memory(name, home, conv.scope, base, embedder, cfg.max_chars, cfg.config_file)
 
-            async with open_mcp_memory(home, conv.scope, cfg.max_chars, cfg.config_file) as m:
-                yield m
-
-    return open_memory
+    return opener
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -284,12 +226,6 @@ def summarise(
     return out
 
 
-def differing(rows: Sequence[dict[str, Any]], a: str, b: str) -> int:
-    """Questions whose evidence ranks differ between systems ``a`` and ``b``."""
-    ranks = {(r["system"], r["question_id"]): r["ranks"] for r in rows}
-    return sum(ranks[(a, qid)] != ranks.get((b, qid)) for s, qid in list(ranks) if s == a)
-
-
 async def run_locomo(
     cfg: RunConfig,
     base: Settings,
@@ -313,7 +249,7 @@ async def run_locomo(
     with tempfile.TemporaryDirectory(prefix="cranimem-locomo-") as tmp:
         root = cfg.workdir or Path(tmp)
         for name in cfg.systems:
-            open_memory = _opener(name, cfg, base, embedder, root)
+            open_conversation = _opener(name, cfg, base, embedder, root)
             timings: dict[str, list[float]] = {
                 "recall_took_ms": [], "recall_wall_ms": [], "remember_ms": [],
             }  # fmt: skip
@@ -326,13 +262,13 @@ async def run_locomo(
                     if on_step is not None:
                         on_step(system, sample_id)
 
-                async with open_memory(conv) as memory:
+                async with open_conversation(conv) as memory:
                     rows += await run_conversation(memory, conv, cfg.ks, timings, writes, step)
             seconds = time.perf_counter() - started
             results["systems"][name] = summarise(rows, cfg.ks, timings, writes, seconds)
             results["questions"] += [{"system": name, **r} for r in rows]
     if "cranimem" in cfg.systems and "cranimem-mcp" in cfg.systems:
-        results["systems"]["cranimem-mcp"]["questions_differing_from_cranimem"] = differing(
+        results["systems"]["cranimem-mcp"]["questions_differing_from_cranimem"] = metrics.differing(
             results["questions"], "cranimem-mcp", "cranimem"
         )
     return results

@@ -154,3 +154,13 @@ def recall_at_k(ranks: Sequence[int | None], k: int) -> float | None:
     if not ranks:
         return None
     return sum(r is not None and r <= k for r in ranks) / len(ranks)
+
+
+def differing(
+    rows: Sequence[Mapping[str, object]], a: str, b: str, keys: Sequence[str] = ("ranks",)
+) -> int:
+    """Questions whose evidence ranks (the rows' ``keys``) differ between systems ``a`` and
+    ``b``; the rows are both systems' per-question rows, each naming its ``system`` and
+    ``question_id``."""
+    ranks = {(r["system"], r["question_id"]): [r[key] for key in keys] for r in rows}
+    return sum(ranks[(a, qid)] != ranks.get((b, qid)) for s, qid in list(ranks) if s == a)
