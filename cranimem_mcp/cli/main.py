@@ -261,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
                 run = command.eval_temporal
             elif args.benchmark == "locomo":
                 run = command.eval_locomo
+            elif args.benchmark == "longmemeval":
+                run = command.eval_longmemeval
             else:
                 run = command.eval_hotpotqa
             anyio.run(run, args, settings, print)

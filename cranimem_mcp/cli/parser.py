@@ -142,7 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="a narrated tour of the pipeline on a temporary store")
     _common(p)
 
-    p = sub.add_parser("eval", help="benchmark quality under noise (HotpotQA, clean vs noisy)")
+    p = sub.add_parser(
+        "eval",
+        help="benchmarks: HotpotQA under noise, changing facts, LoCoMo and LongMemEval recall",
+    )
     p.add_argument("--config", type=Path, help="TOML configuration file")
     p.add_argument("-v", "--verbose", action="count", default=0)
     from cranimem_mcp.eval.arguments import add_eval_arguments

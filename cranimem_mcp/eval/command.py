@@ -1,6 +1,6 @@
-"""What ``cranimem-mcp eval hotpotqa | temporal | locomo`` and ``cranimem-mcp bench`` do once
-the CLI has parsed their arguments. ``say`` writes a line to stdout (the CLI passes ``print``);
-the progress bar goes to stderr."""
+"""What ``cranimem-mcp eval hotpotqa | temporal | locomo | longmemeval`` and ``cranimem-mcp
+bench`` do once the CLI has parsed their arguments. ``say`` writes a line to stdout (the CLI
+passes ``print``); the progress bar goes to stderr."""
 
 from __future__ import annotations
 
@@ -15,9 +15,16 @@ from cranimem_mcp.backends.embeddings import local_embedder
 from cranimem_mcp.config import Settings
 from cranimem_mcp.errors import InvalidInput
 
-from .arguments import HOTPOTQA_DATA, LOCOMO_DATA
+from .arguments import HOTPOTQA_DATA, LOCOMO_DATA, LONGMEMEVAL_DATA
 from .hotpotqa import EvalConfig, run_eval, write_results
-from .report import locomo_table, markdown_table, plot_locomo, plot_results
+from .report import (
+    locomo_table,
+    longmemeval_table,
+    markdown_table,
+    plot_locomo,
+    plot_longmemeval,
+    plot_results,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +42,8 @@ async def eval_hotpotqa(args: argparse.Namespace, settings: Settings, say: Calla
     systems = list(dict.fromkeys(args.systems or ["cranimem", "vanilla"]))
     if args.ablations:
         systems += [s for s in ("no-gate", "no-graph") if s not in systems]
+    if "bm25" in systems:
+        raise InvalidInput("bm25 is a baseline of eval locomo and eval longmemeval, not hotpotqa")
     cfg = EvalConfig(
         data=args.data,
         limit=args.limit,
@@ -116,20 +125,11 @@ async def eval_locomo(args: argparse.Namespace, settings: Settings, say: Callabl
     cranimem through MCP stdio with ``--through-mcp``)."""
     from .locomo import RunConfig, run_locomo, steps
 
-    systems = list(dict.fromkeys(args.systems or ["cranimem", "vanilla"]))
-    unknown = [s for s in systems if s not in ("cranimem", "vanilla")]
-    if unknown:
-        raise InvalidInput(f"eval locomo runs cranimem and vanilla, not {', '.join(unknown)}")
-    if args.through_mcp:
-        systems.append("cranimem-mcp")
-    try:
-        ks = tuple(sorted({int(k) for k in args.recall_at.split(",") if k.strip()}))
-    except ValueError as exc:
-        raise InvalidInput(f"--recall-at takes comma-separated integers: {exc}") from exc
+    systems = _conversation_systems(args, "locomo", ["cranimem", "vanilla"])
     cfg = RunConfig(
         data=args.data or LOCOMO_DATA,
         systems=systems,
-        ks=ks or (5, 10),
+        ks=_recall_at(args),
         max_chars=args.max_chars or settings.retrieval.max_chars,
         limit=args.limit,
         workdir=args.workdir,
@@ -148,15 +148,77 @@ async def eval_locomo(args: argparse.Namespace, settings: Settings, say: Callabl
     finally:
         if bar is not None:
             bar.close()
+    _write(results, args, plot_locomo)
+    say(locomo_table(results))
+
+
+async def eval_longmemeval(args: argparse.Namespace, settings: Settings, say: Callable) -> None:
+    """Turn- and session-level evidence recall@k on LongMemEval instances, per question type:
+    cranimem, vanilla and bm25 (and cranimem through MCP stdio with ``--through-mcp``)."""
+    from .longmemeval import RunConfig, run_longmemeval, steps
+
+    systems = _conversation_systems(args, "longmemeval", ["cranimem", "vanilla", "bm25"])
+    cfg = RunConfig(
+        data=args.data or LONGMEMEVAL_DATA,
+        systems=systems,
+        ks=_recall_at(args),
+        limit=args.limit,
+        workdir=args.workdir,
+        config_file=args.config,
+    )
+    if args.max_chars:
+        cfg.max_chars = args.max_chars
+    embedder = local_embedder(settings.models.embedder_model, settings.models.threads)
+    bar = _progress(steps(cfg.data, systems, cfg.limit), unit="call")
+
+    def on_step(system: str, instance: str) -> None:
+        if bar is not None:
+            bar.set_description(f"{system}/{instance}", refresh=False)
+            bar.update(1)
+
+    try:
+        results = await run_longmemeval(cfg, settings, embedder, on_step=on_step)
+    finally:
+        if bar is not None:
+            bar.close()
+    _write(results, args, plot_longmemeval)
+    say(longmemeval_table(results))
+
+
+def _conversation_systems(
+    args: argparse.Namespace, benchmark: str, default: list[str]
+) -> list[str]:
+    systems = list(dict.fromkeys(args.systems or default))
+    unknown = [s for s in systems if s not in ("cranimem", "vanilla", "bm25")]
+    if unknown:
+        raise InvalidInput(
+            f"eval {benchmark} runs cranimem, vanilla and bm25, not {', '.join(unknown)}"
+        )
+    if args.through_mcp:
+        systems.append("cranimem-mcp")
+    return systems
+
+
+def _recall_at(args: argparse.Namespace) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(k) for k in args.recall_at.split(",") if k.strip()}))
+    except ValueError as exc:
+        raise InvalidInput(f"--recall-at takes comma-separated integers: {exc}") from exc
+    if any(k < 1 for k in ks):
+        raise InvalidInput(f"--recall-at takes positive integers, not {args.recall_at!r}")
+    return ks or (5, 10)
+
+
+def _write(results: dict[str, Any], args: argparse.Namespace, plot: Callable) -> None:
+    """The results document, and its plot unless ``--no-plots``."""
     write_results(results, args.output)
-    plot = None
+    written = None
     if not args.no_plots:
         try:
-            plot = plot_locomo(results, args.plot or args.output.with_suffix(".png"))
+            written = plot(results, args.plot or args.output.with_suffix(".png"))
         except ImportError:  # the eval extra is not installed: no plot, the numbers stand
             logger.warning("no plot: matplotlib is not installed (the eval extra)")
-    logger.info("results: %s%s", args.output, f", plot: {plot}" if plot else "")
-    say(locomo_table(results))
+    logger.info("results: %s%s", args.output, f", plot: {written}" if written else "")
 
 
 async def bench(args: argparse.Namespace, settings: Settings, say: Callable) -> None:

@@ -143,6 +143,17 @@ def evidence_ranks(found: Sequence[str], wanted: Sequence[str]) -> list[int | No
     return [next((i for i, f in enumerate(found, 1) if w in f), None) for w in wanted]
 
 
+def session_ranks(found: Sequence[str], sessions: Sequence[Sequence[str]]) -> list[int | None]:
+    """For each session (the texts of its turns), the 1-based rank of the first memory in
+    ``found`` that holds any of its turns, or None (LongMemEval's session-level recall: a
+    session is found when one of its turns is)."""
+    out: list[int | None] = []
+    for turns in sessions:
+        ranks = [r for r in evidence_ranks(found, turns) if r is not None]
+        out.append(min(ranks, default=None))
+    return out
+
+
 def head_key(ks: Sequence[int]) -> str:
     """The key of R@min(ks) counted in the recall of max(ks): a recall of 10 should begin
     with what a recall of 5 returns."""

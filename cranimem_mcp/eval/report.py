@@ -176,3 +176,86 @@ def plot_locomo(results: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+LEVELS = (("", "turn"), ("session_", "session"))
+
+
+def longmemeval_table(results: dict[str, Any]) -> str:
+    """``eval longmemeval``: two rows per system (turn and session level), R@k per question
+    type and overall; recall latency and writes on the turn row."""
+    ks = results["config"]["ks"]
+    first = next(iter(results["systems"].values()), None)
+    cats = first["categories"] if first else {}
+    at = " / ".join(f"R@{k}" for k in ks)
+    head = ["system", "level"] + [f"{name} ({c['questions']}) {at}" for name, c in cats.items()]
+    head += [f"all ({first['questions'] if first else 0}) {at}"]
+    head += [f"all R@{min(ks)} of a recall of {max(ks)}"] if len(ks) > 1 else []
+    head += ["recall p50 / p95 ms",
+             "wall p50 / p95 ms", "writes stored / merged / rejected", "seconds"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+
+    def pair(block: dict[str, Any], level: str) -> str:
+        return " / ".join(_cell(block.get(f"{level}recall@{k}"), "{:.3f}") for k in ks)
+
+    for name, s in results["systems"].items():
+        w = s["writes"]
+        for level, label in LEVELS:
+            cells = [name, label] + [pair(c, level) for c in s["categories"].values()]
+            cells += [pair(s["overall"], level)]
+            if len(ks) > 1:
+                cells += [_cell(s["overall"].get(f"{level}{metrics.head_key(ks)}"), "{:.3f}")]
+            if level:  # the session row: the same run, its costs are on the turn row
+                cells += [""] * 4
+            else:
+                cells += [
+                    " / ".join(_cell(s[f"recall_took_ms_{p}"], "{:.1f}") for p in ("p50", "p95")),
+                    " / ".join(_cell(s[f"recall_wall_ms_{p}"], "{:.1f}") for p in ("p50", "p95")),
+                    f"{w.get('stored', 0)} / {w.get('merged', 0)} / {w.get('rejected', 0)}",
+                    f"{s['seconds']:.0f}",
+                ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_longmemeval(results: dict[str, Any], path: Path) -> Path:
+    """Turn and session R@k per question type and overall: one bar per system, one panel per
+    level and k."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = results["config"]["ks"]
+    systems = results["systems"]
+    names = list(systems)
+    first = next(iter(systems.values()))
+    groups = [c.replace("single-session-", "ss-") for c in first["categories"]] + ["all"]
+    fig, axes = plt.subplots(
+        len(LEVELS), len(ks), figsize=(7.5 * len(ks), 3.6 * len(LEVELS)), squeeze=False
+    )
+    width = 0.8 / max(1, len(names))
+    for row, (level, label) in zip(axes, LEVELS, strict=True):
+        for ax, k in zip(row, ks, strict=True):
+            for j, name in enumerate(names):
+                s = systems[name]
+                key = f"{level}recall@{k}"
+                values = [c.get(key) or 0.0 for c in s["categories"].values()]
+                values.append(s["overall"].get(key) or 0.0)
+                xs = [i + (j - (len(names) - 1) / 2) * width for i in range(len(groups))]
+                bars = ax.bar(xs, values, width, label=name)
+                ax.bar_label(bars, fmt="%.2f", fontsize=6)
+            ax.set_xticks(range(len(groups)), groups, fontsize=7)
+            ax.set_ylim(0, 1.08)
+            ax.set_title(f"{label}-level recall@{k}")
+    axes[0][0].legend(loc="upper right", fontsize=8)
+    cfg = results["config"]
+    fig.suptitle(
+        f"LongMemEval ({Path(cfg['data']).name}): {cfg['questions']} questions, "
+        f"{cfg['turns']:,} turns"
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
