@@ -17,6 +17,7 @@ import pytest
 from cranimem_mcp.eval import metrics
 from cranimem_mcp.eval.bm25 import BM25
 from cranimem_mcp.eval.longmemeval import (
+    CATEGORIES,
     Instance,
     load_instances,
     memory_text,
@@ -92,7 +93,8 @@ def test_the_protocol_reads_turns_sessions_and_questions(data: Path) -> None:
     assert [q.id for q in inst.questions] == ["q-doctor", "q-bike"] and inst.skipped == 1
     assert inst.questions[1].evidence == ("D3:1",)
     assert inst.questions[1].sessions == ("answer_bike_2", "answer_doctor_1")
-    assert load_instances(data, limit=0) == []
+    assert load_instances(data, limit=0) == [] and load_instances(data, per_type=0) == []
+    assert load_instances(data, per_type=1) == [inst]
     assert len(memory_text(BIKE, "assistant", "x" * 40_000)) == MAX_CONTENT
 
 
@@ -254,6 +256,10 @@ def test_the_dev_file_gives_the_documented_counts() -> None:
         "multi-session": 11, "temporal-reasoning": 11, "knowledge-update": 6,
         "single-session-user": 5, "single-session-assistant": 4, "single-session-preference": 3,
     }  # fmt: skip
+    # the stratified subset: the first two of each type, in the file's order
+    subset = load_instances(DEV, per_type=2)
+    assert Counter(i.questions[0].category for i in subset) == dict.fromkeys(CATEGORIES, 2)
+    assert [i.id for i in subset] == [i.id for i in instances if i in subset]
     # every evidence turn lies in one of its question's evidence sessions
     for inst in instances:
         session_of = {t.id: t.session for t in inst.turns}

@@ -24,6 +24,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int,
                    help="first N questions only (locomo: per conversation; longmemeval: first N "
                    "instances)")  # fmt: skip
+    p.add_argument("--per-type", type=int,
+                   help="longmemeval: the first N instances of each question type")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", "--json", type=Path, default=Path("results.json"),
                    help="the results document (JSON)")  # fmt: skip

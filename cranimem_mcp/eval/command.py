@@ -163,13 +163,14 @@ async def eval_longmemeval(args: argparse.Namespace, settings: Settings, say: Ca
         systems=systems,
         ks=_recall_at(args),
         limit=args.limit,
+        per_type=args.per_type,
         workdir=args.workdir,
         config_file=args.config,
     )
     if args.max_chars:
         cfg.max_chars = args.max_chars
     embedder = local_embedder(settings.models.embedder_model, settings.models.threads)
-    bar = _progress(steps(cfg.data, systems, cfg.limit), unit="call")
+    bar = _progress(steps(cfg), unit="call")
 
     def on_step(system: str, instance: str) -> None:
         if bar is not None:

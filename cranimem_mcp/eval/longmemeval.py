@@ -120,19 +120,32 @@ def read_instance(raw: dict[str, Any]) -> Instance:
     return Instance(str(raw["id"]), tuple(turns), tuple(questions), skipped)
 
 
-def load_instances(path: Path, limit: int | None = None) -> list[Instance]:
-    """The instances of a LongMemEval file (the data README's JSON list); ``limit`` keeps the
-    first N."""
+def load_instances(
+    path: Path, limit: int | None = None, per_type: int | None = None
+) -> list[Instance]:
+    """The instances of a LongMemEval file (the data README's JSON list), in the file's order;
+    ``per_type`` keeps the first N of each question type (a stratified subset), then ``limit``
+    the first N of what is kept."""
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
         if not isinstance(raw, list):
             raise TypeError(f"a JSON list of instances, not {type(raw).__name__}")
-        return [read_instance(item) for item in raw[:limit]]
+        instances = [read_instance(item) for item in raw]
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc}") from exc
     except (ValueError, KeyError, TypeError) as exc:
         message = f"{path} is not LongMemEval in the data README's layout: {exc!r}"
         raise InvalidInput(message) from exc
+    if per_type is not None:
+        taken: Counter[str] = Counter()
+        kept = []
+        for inst in instances:
+            kind = inst.questions[0].category if inst.questions else ""
+            taken[kind] += 1
+            if taken[kind] <= per_type:
+                kept.append(inst)
+        instances = kept
+    return instances[:limit]
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -145,13 +158,14 @@ class RunConfig:
     ks: tuple[int, ...] = KS
     max_chars: int = MAX_CHARS
     limit: int | None = None
+    per_type: int | None = None
     workdir: Path | None = None
     config_file: Path | None = None  # handed to the spawned server (cranimem-mcp)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "data": str(self.data), "systems": self.systems, "ks": list(self.ks),
-            "max_chars": self.max_chars, "limit": self.limit,
+            "max_chars": self.max_chars, "limit": self.limit, "per_type": self.per_type,
         }  # fmt: skip
 
 
@@ -247,7 +261,7 @@ async def run_longmemeval(
     unknown = [s for s in cfg.systems if s not in SYSTEMS]
     if unknown:
         raise InvalidInput(f"eval longmemeval runs {', '.join(SYSTEMS)}, not {unknown[0]!r}")
-    instances = load_instances(cfg.data, cfg.limit)
+    instances = load_instances(cfg.data, cfg.limit, cfg.per_type)
     results: dict[str, Any] = {
         "config": {
             **cfg.as_json(), "embedder": embedder.id,
@@ -289,7 +303,7 @@ async def run_longmemeval(
     return results
 
 
-def steps(path: Path, systems: Sequence[str], limit: int | None = None) -> int:
+def steps(cfg: RunConfig) -> int:
     """How many progress steps a run takes: one per write and one per question."""
-    instances = load_instances(path, limit)
-    return len(systems) * sum(len(i.turns) + len(i.questions) for i in instances)
+    instances = load_instances(cfg.data, cfg.limit, cfg.per_type)
+    return len(cfg.systems) * sum(len(i.turns) + len(i.questions) for i in instances)
