@@ -179,6 +179,11 @@ def plot_locomo(results: dict[str, Any], path: Path) -> Path:
 
 
 LEVELS = (("", "turn"), ("session_", "session"))
+SHORT = {
+    "temporal-reasoning": "temporal", "knowledge-update": "k-update",
+    "single-session-user": "ss-user", "single-session-assistant": "ss-assistant",
+    "single-session-preference": "ss-preference",
+}  # fmt: skip
 
 
 def longmemeval_table(results: dict[str, Any]) -> str:
@@ -230,7 +235,7 @@ def plot_longmemeval(results: dict[str, Any], path: Path) -> Path:
     systems = results["systems"]
     names = list(systems)
     first = next(iter(systems.values()))
-    groups = [c.replace("single-session-", "ss-") for c in first["categories"]] + ["all"]
+    groups = [SHORT.get(c, c) for c in first["categories"]] + ["all"]
     fig, axes = plt.subplots(
         len(LEVELS), len(ks), figsize=(7.5 * len(ks), 3.6 * len(LEVELS)), squeeze=False
     )
@@ -252,7 +257,7 @@ def plot_longmemeval(results: dict[str, Any], path: Path) -> Path:
     cfg = results["config"]
     fig.suptitle(
         f"LongMemEval ({Path(cfg['data']).name}): {cfg['questions']} questions, "
-        f"{cfg['turns']:,} turns"
+        f"{cfg['turns']:,} turns (ss: single-session)"
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
