@@ -11,7 +11,7 @@ from conftest import TOKEN, free_port, serve_cmd, server_env, stdio_params
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from cranimem_mcp.config import load_settings
+from cranimem_mcp.config import HTTP_KEEP_ALIVE_SECONDS, load_settings
 from cranimem_mcp.errors import ConfigError
 from cranimem_mcp.server.auth import resolve_token
 
@@ -73,6 +73,13 @@ async def test_http_with_the_token_serves_the_tools(http_server):
             assert stored.structured_content["status"] == "stored"
             recalled = await c.call_tool("recall", {"query": "seat preference"})
             assert recalled.structured_content["items"][0]["content"] == "I prefer window seats."
+
+
+def test_the_server_keeps_an_idle_connection_longer_than_the_sdk_client_pool_does():
+    """The client must drop an idle keep-alive connection before the server closes it: else
+    a request sent on it as the server closes it gets no answer, and the SDK's client ends
+    the whole session ("Connection closed"; tests/replicas.py met it under load)."""
+    assert HTTP_KEEP_ALIVE_SECONDS > 2 * httpx2.Limits().keepalive_expiry  # httpx2: 5 s
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from cranimem_mcp.config import Settings
+from cranimem_mcp.config import HTTP_KEEP_ALIVE_SECONDS, Settings
 from cranimem_mcp.errors import ConfigError
 from cranimem_mcp.server.auth import BearerAuth, resolve_token
 from cranimem_mcp.service import MemoryService
@@ -76,5 +76,6 @@ async def serve_http(
         port=settings.server.port,
         log_level="warning",
         lifespan="on",
+        timeout_keep_alive=HTTP_KEEP_ALIVE_SECONDS,
     )
     await uvicorn.Server(config).serve()

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from cranimem_mcp.config import Settings
+from cranimem_mcp.config import HTTP_KEEP_ALIVE_SECONDS, Settings
 from cranimem_mcp.errors import ConfigError, CranimemError, StoreError
 from cranimem_mcp.service import OPERATIONS, READ_ONLY, MemoryService, signature
 from cranimem_mcp.sharing.ownership import (
@@ -354,7 +354,13 @@ class EngineHandle:
         port = sock.getsockname()[1]
         token = owner_token(self.home)
         app = rpc_app(self.get, token, os.getpid())
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_keep_alive=HTTP_KEEP_ALIVE_SECONDS,
+        )
         server = _quiet_server_class()(config)
 
         server.stopped = anyio.Event()
