@@ -63,6 +63,7 @@ OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).parent / "oxigra
 TOKEN = "replica-proof-" + "t" * 24
 BUCKET, PREFIX = "cranimem-proof", "team"
 CALL_TIMEOUT = 180.0  # one tool call; a loaded machine with moto serialising every request
+RETRIES = 2  # a call whose session ended under it is sent again this often (Clients.call)
 
 _LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) ([\w.]+): (.*)$")
 _RUN = re.compile(r"consolidation (started|finished) by (\S+) \((\w+), token (\S+)\)")
@@ -342,7 +343,7 @@ class Clients:
                     ready.set()
                     await anyio.sleep_forever()
         except Exception as exc:  # noqa: BLE001 (its replica went away: the session is gone)
-            session.error = f"{type(exc).__name__}: {exc}"
+            session.error = cause(exc)  # the transport's own error, over "Connection closed"
         finally:
             session.gone.set()
             ready.set()
@@ -357,6 +358,24 @@ class Clients:
         return self.sessions[key]
 
     async def call(self, client: int, replica: int, tool: str, args: dict[str, Any]) -> Any:
+        """``tool`` on ``replica`` in ``client``'s session. A session that ends under the call
+        while its replica lives is reopened and the call sent again, up to RETRIES times (a
+        note each time), as a real client does with a request that got no answer: the SDK
+        ends the whole session when one request's connection fails (an idle keep-alive
+        connection the server closed as it was reused did that, under load). Sending again
+        is safe here: a write's content holds its token, so a second copy of a write that did
+        land is merged, not stored twice (and "stored twice" is checked)."""
+        for attempt in range(RETRIES + 1):
+            try:
+                return await self._call_once(client, replica, tool, args)
+            except ConnectionError as exc:
+                if attempt == RETRIES or not self.replicas[replica].alive:
+                    raise
+                self.notes.append(f"{tool} by client {client} on replica {replica}: {exc}; "
+                                  "sent again in a new session")  # fmt: skip
+        raise AssertionError("unreachable")
+
+    async def _call_once(self, client: int, replica: int, tool: str, args: dict[str, Any]) -> Any:
         session = await self.session(client, replica)
         result = None
         with anyio.fail_after(CALL_TIMEOUT):
@@ -373,12 +392,21 @@ class Clients:
                     except Exception as exc:  # noqa: BLE001 (the session closed under it)
                         if "Connection closed" not in str(exc):
                             raise
-                        session.error = f"{type(exc).__name__}: {exc}"
-                        self.sessions.pop((client, replica), None)  # the next call opens one
+                        session.error = session.error or f"{type(exc).__name__}: {exc}"
                 tg.cancel_scope.cancel()
         if result is None:
+            self.sessions.pop((client, replica), None)  # the next call opens one
+            with anyio.move_on_after(10):  # the transport's own error says why it ended
+                await session.gone.wait()
             raise ConnectionError(f"the session with replica {replica} is gone: {session.error}")
         return result
+
+
+def cause(exc: BaseException) -> str:
+    """What ended a session: the innermost errors of the SDK's task groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(cause(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
 
 
 async def write_round(
@@ -488,11 +516,7 @@ async def listed_by(clients: Clients, replica: int) -> set[str]:
     offset: int | None = 0
     while offset is not None:
         args = {"limit": 100, "offset": offset}
-        try:
-            page = await clients.call(0, replica, "list_memories", args)
-        except ConnectionError as exc:  # seen twice, not explained: once more, a new session
-            clients.notes.append(f"list_memories on replica {replica}: {exc}; retried")
-            page = await clients.call(0, replica, "list_memories", args)
+        page = await clients.call(0, replica, "list_memories", args)
         if page.is_error:
             raise AssertionError(f"list_memories on replica {replica}: {page.content[0].text}")
         data = page.structured_content
