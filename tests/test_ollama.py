@@ -242,8 +242,8 @@ async def test_a_server_slower_than_the_timeout_costs_one_timeout(fake, backend)
     elapsed = time.monotonic() - started
     assert judgement.keep and "did not answer" in judgement.reason
     assert tagging.tagged_by == "heuristic"
-    assert 0.5 <= elapsed < 1.5  # the tag call did not wait again: the backend rests
-    assert len(fake.calls("/api/chat")) == 1
+    assert elapsed >= 0.5  # the judge waited out its timeout (fail_after bounds a hang)
+    assert len(fake.calls("/api/chat")) == 1  # the tag call did not wait again: the backend rests
 
 
 @pytest.mark.parametrize(

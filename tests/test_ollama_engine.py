@@ -79,10 +79,10 @@ async def test_remember_is_acknowledged_with_fallback_tags_when_the_model_is_too
     async with llm_engine(tmp_path, fake.host, minilm, timeout=0.5) as engine:
         await engine.set_goal(GOAL)
         await minilm.embed([GOAL])  # load MiniLM before the clock starts
-        started = time.monotonic()
-        with anyio.fail_after(10):
+        # The fake never answers: a write that waited for it would hang. The bound is on that
+        # hang, not on the write's speed (embedding and LanceDB vary with the machine's load).
+        with anyio.fail_after(60):
             result = await engine.remember("I prefer window seats on long flights to Tokyo.")
-        assert time.monotonic() - started < 3.0
         assert result.status == "stored" and result.tagged_by == "heuristic"
         rows = await engine.episodic.scope_rows("default", ("buffer",))
         assert [r.id for r in rows] == [result.id]
@@ -165,10 +165,16 @@ async def test_auto_selects_ollama_when_it_answers_and_has_the_models(fake, tmp_
 
 
 async def test_auto_falls_back_quickly_when_ollama_is_down(tmp_path):
-    settings = make_settings(tmp_path, ollama={"host": refused_host()})
+    # A refused connection is an answer: the probe must not wait out its timeout. The
+    # timeout is set far above what the rest takes on a loaded machine (opening the local
+    # embedder: ~1 s, more under load), so waiting it out is what fails, not the load.
+    probe = 60.0
+    settings = make_settings(
+        tmp_path, ollama={"host": refused_host(), "probe_timeout_seconds": probe}
+    )
     started = time.monotonic()
     async with await select_providers(settings) as p:
-        assert time.monotonic() - started < settings.ollama.probe_timeout_seconds
+        assert time.monotonic() - started < probe / 2
         assert p.embedder.id == "local:all-MiniLM-L6-v2"
         assert p.tagger.name == p.extractor.name == "heuristic"
         assert "cannot connect" in p.reasons["tagger"] and p.backend is None

@@ -263,11 +263,14 @@ HOSTILE = [
 
 @pytest.mark.parametrize("text", HOSTILE, ids=lambda t: repr(t[:16]))
 def test_hostile_input_up_to_32000_chars_is_quick_and_idempotent(text):
-    start = time.perf_counter()
+    # The thread's CPU time, not the wall clock: a busy machine stretches the one, not the
+    # other. Measured at load 11 on 2 cores: 0.002-0.09 s of CPU a text (wall: up to 0.35 s);
+    # catastrophic backtracking takes minutes.
+    start = time.thread_time()
     result = redact(text)
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     assert isinstance(result.text, str) and isinstance(result.found, tuple)
-    assert elapsed < 2.0, f"{elapsed:.2f} s"  # no catastrophic backtracking (loose: 2 shared cores)
+    assert elapsed < 2.0, f"{elapsed:.2f} s of CPU"  # no catastrophic backtracking
     assert redact(result.text).found == ()
 
 
