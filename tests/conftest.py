@@ -52,7 +52,9 @@ def minilm() -> OnnxEmbedder:
 @pytest.fixture(scope="session")
 def s3() -> Iterator[S3Server]:
     """An S3-compatible server on loopback (moto's, in this process), one per session; each
-    test takes a bucket of its own (:meth:`S3Server.location`)."""
+    test takes a bucket of its own (:meth:`S3Server.location`). Skips the test without moto
+    (the dev extra's ``moto[server]``)."""
+    pytest.importorskip("moto", reason="moto[server] (the dev extra) serves S3 on loopback")
     with s3_server() as server:
         yield server
 

@@ -62,6 +62,7 @@ async def test_vectors_carry_meaning(minilm):
 
 @pytest.mark.slow  # over ~5 s
 async def test_vectors_match_the_torch_model(minilm):
+    pytest.importorskip("sentence_transformers", reason="the sentence-transformers extra")
     torch_minilm = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)
     ours, theirs = await minilm.embed(SENTENCES[:5]), await torch_minilm.embed(SENTENCES[:5])
     cosines = (ours * theirs).sum(axis=1)
@@ -144,6 +145,7 @@ def test_other_models_need_the_sentence_transformers_extra(monkeypatch):
 
 @pytest.mark.slow  # over ~5 s: loads torch
 async def test_a_store_filled_by_the_torch_embedder_opens_and_recalls_with_onnx(tmp_path, minilm):
+    pytest.importorskip("sentence_transformers", reason="the sentence-transformers extra")
     settings = make_settings(tmp_path / "data")
     torch_minilm = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)
     async with MemoryEngine(settings, embedder=torch_minilm, background=False) as engine:
