@@ -112,9 +112,17 @@ async def test_the_default_gate_can_be_switched_off(open_engine):
 @pytest.mark.slow
 def test_the_shipped_weights_are_what_the_training_script_makes():
     """The classifier is reproducible from the tuning data (scripts/train_gate.py): up to
-    the rounding of another CPU's BLAS kernels (one BLAS thread, so the machine's core count
-    does not add its own; the tolerances are the script's docstring's measurement, with
-    room). A change of the data, the cues or the features moves far more than that."""
+    the rounding of another CPU's BLAS kernels (one BLAS thread, so neither the machine's
+    core count nor its load adds its own). Measured:
+
+    - CI's kind of machine (2 cores, at load 11): the shipped file exactly (differences 0).
+    - another CPU (AMD EPYC, the script's docstring): probabilities within 0.019 at most,
+      0.0004 on average, the threshold within 0.002.
+    - the failure CI met (shipped weights older than a change of the cues: the file of
+      b1b1b1c^, retrained by today's code): probabilities 0.028 / 0.00056, the threshold
+      0.013 off (0.207 retrained, 0.220 shipped). Only the threshold tells it from another
+      CPU; its tolerance, 0.006, is x3 the other CPU's and under half of that failure's.
+      The probability tolerances catch larger changes only."""
     pytest.importorskip("sklearn")
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     out = subprocess.run(
@@ -130,7 +138,7 @@ def test_the_shipped_weights_are_what_the_training_script_makes():
     assert said["probability: mean"] < 0.002, out.stdout
     threshold = next(line for line in out.stdout.splitlines() if line.startswith("threshold"))
     _, trained, _, _, shipped = threshold.split()
-    assert abs(float(trained) - float(shipped)) < 0.01, out.stdout
+    assert abs(float(trained) - float(shipped)) < 0.006, out.stdout
 
 
 # --- pin ------------------------------------------------------------------------------------
