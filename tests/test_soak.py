@@ -2,7 +2,7 @@
 side, the trash and the graph stay within their bounds, memory levels off, and recall never
 returns more than max_chars. CI runs 400 writes; CRANIMEM_FULL=1 runs the 10k-write soak.
 
-Memory in CI: the Python heap's growth over 150 writes (tracemalloc), with a bound per
+Memory in CI: the Python heap's growth over 300 writes (tracemalloc), with a bound per
 write that a leak of one small object per write (every RememberResult kept) exceeds."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import random
 import resource
 import sys
 import tracemalloc
+from itertools import pairwise
 
 import pytest
 
@@ -76,13 +77,15 @@ async def test_a_long_write_stream_stays_within_every_bound(open_engine):
             assert rss[-1] - rss[len(rss) // 2] < 0.2 * rss[len(rss) // 2], rss
 
 
-# Measured on this stream (tracemalloc, write 100 -> 250): 2.3 KiB per write (2.3-2.6 from
-# run to run): the long-term tier still filling to its bound of 60 (its graph and working-set
-# rows), the last recall's facts (held until the next call) and the entity-IRI cache filling.
-# It was 9.1 while rdflib's Memory store kept the index entries of every removed triple
-# (rdf_memory.py); keeping every RememberResult (about 3.3 KiB each) adds 3.3. The bound sits
-# between, with margin.
-HEAP_GROWTH_PER_WRITE = 4.5 * 1024
+# The heap's growth per write over writes 100 -> 400, measured on this stream (tracemalloc,
+# at load 10-13 on 2 cores, two runs each): 2.75-2.76 KiB per write without a leak, 6.04-6.07
+# with every RememberResult kept (the leak of one small object per write this test exists
+# for). Not zero: the graph and the caches are still filling, in steps (each 25 writes grew
+# -0.9 to 5.5 KiB a write; dicts resize, a consolidation frees). Over writes 100 -> 250 the
+# same stream measured 2.3-3.5, and 5.0 in CI's full suite on a loaded machine, over a
+# bound of 4.5: 150 writes are too few to average the steps out. The bound sits between the
+# two with margin on each side (x1.6 over the clean stream, x1.4 under the leak).
+HEAP_GROWTH_PER_WRITE = 4.4 * 1024
 
 
 def clear_text_caches() -> None:
@@ -95,13 +98,13 @@ def clear_text_caches() -> None:
 
 
 async def test_the_python_heap_levels_off_over_a_write_stream(open_engine):
-    """60 writes to warm up, then the heap's growth from write 100 to write 250, each text
+    """60 writes to warm up, then the heap's growth from write 100 to write 400, each text
     new (stored, not merged) but from a bounded vocabulary: spaCy's string store keeps every
     new token by design, which would otherwise grow with the stream."""
     rng = random.Random(0)
     combos = list(itertools.product(range(1, 29), NAMES, THINGS, CITIES))
     rng.shuffle(combos)
-    warmup, start, end = 60, 100, 250
+    warmup, start, end = 60, 100, 400
     async with open_engine(
         gating={"tau_noise": -1.0, "default_gate": False},
         episodic={"capacity": 10},
@@ -122,14 +125,17 @@ async def test_the_python_heap_levels_off_over_a_write_stream(open_engine):
                     await engine.consolidate()
                     await engine.recall(f"What was booked in {rng.choice(CITIES)}?", max_chars=600)
                     clear_text_caches()
-                    if i + 1 in (start, end):
+                    if i + 1 >= start:
                         heap[i + 1] = tracemalloc.get_traced_memory()[0]
         finally:
             if not tracing:
                 tracemalloc.stop()
     per_write = (heap[end] - heap[start]) / (end - start)
-    sys.stderr.write(f"heap growth, writes {start}-{end}: {per_write / 1024:.2f} KiB per write\n")
+    marks = sorted(heap)
+    steps = " ".join(f"{(heap[b] - heap[a]) / (b - a) / 1024:.1f}" for a, b in pairwise(marks))
+    said = f"{per_write / 1024:.2f} KiB per write over writes {start}-{end} (each 25: {steps})"
+    sys.stderr.write(f"heap growth: {said}\n")
     assert per_write < HEAP_GROWTH_PER_WRITE, (
-        f"the Python heap grew {per_write / 1024:.1f} KiB per write (bound "
-        f"{HEAP_GROWTH_PER_WRITE / 1024:.1f}): something keeps what each write made"
+        f"the Python heap grew {said}; bound {HEAP_GROWTH_PER_WRITE / 1024:.1f}: something "
+        "keeps what each write made"
     )
