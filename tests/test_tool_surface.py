@@ -180,7 +180,7 @@ async def test_each_tool_still_says_when_to_call_it_and_what_to_confirm(open_eng
         scope = tool.input_schema["properties"]["scope"]
         assert scope["pattern"] == SCOPE_PATTERN, name
         if name != "consolidate":  # its scope defaults to every scope, not the session's
-            assert "workspace" in scope["description"], name
+            assert scope["description"] == "Omit unless the user names a scope", name
 
 
 async def test_the_lean_schemas_keep_every_bound_pattern_and_default(open_engine):

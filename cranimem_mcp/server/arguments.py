@@ -22,7 +22,7 @@ Scope = Annotated[
     str | None,
     Field(
         pattern=SCOPE_PATTERN,
-        description="Leave out for this workspace's scope",
+        description="Omit unless the user names a scope",
     ),
 ]
 MemoryId = Annotated[str, Field(pattern=MEMORY_ID_PATTERN)]
