@@ -216,14 +216,7 @@ def summarise(
         out["overall"][f"recall@{k}"] = metrics.mean(r[f"recall@{k}"] for r in rows)
     if len(ks) > 1:
         out["overall"][metrics.head_key(ks)] = metrics.mean(r[metrics.head_key(ks)] for r in rows)
-    for name, series in timings.items():
-        out[f"{name}_p50"] = metrics.percentile(series, 50)
-        out[f"{name}_p95"] = metrics.percentile(series, 95)
-    out["writes"] = {"calls": sum(writes.values()), **{s: writes[s] for s in sorted(writes)}}
-    statuses = [s for r in rows for s in r["evidence_written"]]
-    out["evidence_rejected"] = metrics.share(statuses, "rejected")
-    out["seconds"] = round(seconds, 1)
-    return out
+    return out | metrics.run_summary(rows, timings, writes, seconds)
 
 
 async def run_locomo(

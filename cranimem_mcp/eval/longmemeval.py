@@ -239,14 +239,7 @@ def summarise(
         mine = [r for r in rows if r["category"] == cat]
         out["categories"][cat] = {"questions": len(mine), **_means(mine, keys)}
     out["overall"] = _means(rows, keys + heads)
-    for name, series in timings.items():
-        out[f"{name}_p50"] = metrics.percentile(series, 50)
-        out[f"{name}_p95"] = metrics.percentile(series, 95)
-    out["writes"] = {"calls": sum(writes.values()), **{s: writes[s] for s in sorted(writes)}}
-    statuses = [s for r in rows for s in r["evidence_written"]]
-    out["evidence_rejected"] = metrics.share(statuses, "rejected")
-    out["seconds"] = round(seconds, 1)
-    return out
+    return out | metrics.run_summary(rows, timings, writes, seconds)
 
 
 async def run_longmemeval(

@@ -13,6 +13,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—", "…"}
@@ -175,3 +176,22 @@ def differing(
     ``question_id``."""
     ranks = {(r["system"], r["question_id"]): [r[key] for key in keys] for r in rows}
     return sum(ranks[(a, qid)] != ranks.get((b, qid)) for s, qid in list(ranks) if s == a)
+
+
+def run_summary(
+    rows: Sequence[Mapping[str, Any]],
+    timings: Mapping[str, Sequence[float]],
+    writes: Mapping[str, int],
+    seconds: float,
+) -> dict[str, Any]:
+    """What every conversation benchmark's summary ends with: each timing's p50 and p95,
+    the writes by status, the share of evidence turns the gate rejected, the run's seconds."""
+    out: dict[str, Any] = {}
+    for name, series in timings.items():
+        out[f"{name}_p50"] = percentile(series, 50)
+        out[f"{name}_p95"] = percentile(series, 95)
+    out["writes"] = {"calls": sum(writes.values()), **{s: writes[s] for s in sorted(writes)}}
+    statuses = [s for r in rows for s in r["evidence_written"]]
+    out["evidence_rejected"] = share(statuses, "rejected")
+    out["seconds"] = round(seconds, 1)
+    return out
