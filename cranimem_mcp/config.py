@@ -103,11 +103,16 @@ class RetrievalSettings(_Section):
     k: int = Field(8, ge=1, le=50)
     max_chars: int = Field(4000, ge=200, le=200_000)
     min_score: float = Field(0.1, ge=-1.0, le=1.0)
+    # A line of the context block needs this share of the best memory's score (0 = off).
+    context_ratio: float = Field(0.0, ge=0.0, le=1.0)
     # How the vector and full-text halves of the episodic search are fused: reciprocal rank
     # ("rrf", LanceDB's default) or a weighted sum of normalised scores ("linear", LanceDB's
     # LinearCombinationReranker) with this share for the vector half.
-    fusion: Literal["rrf", "linear"] = "linear"
+    # "lift": each candidate's cosine plus text_lift times its share of the best full-text
+    # score (cranimem_mcp/buffer/fusion.py): a score on the cosine's scale that ranks.
+    fusion: Literal["rrf", "linear", "lift"] = "linear"
     vector_weight: float = Field(0.7, ge=0.0, le=1.0)
+    text_lift: float = Field(0.2, ge=0.0, le=1.0)
     hops: int = Field(2, ge=0, le=3)
     max_facts: int = Field(24, ge=0, le=500)
     # Re-scoring of the episodic candidates (cranimem_mcp/conversation/rerank.py): candidates

@@ -112,6 +112,7 @@ class MemoryEngine:
             e.working_set_rows,
             settings.retrieval.fusion,
             settings.retrieval.vector_weight,
+            settings.retrieval.text_lift,
             VersionRetention(e.keep_versions, e.keep_versions_seconds, e.max_disk_ratio),
             shared=e.uri is not None,  # a table at a URI may have other writers (replicas)
         )
@@ -173,11 +174,22 @@ class MemoryEngine:
                 hops=r.hops,
                 max_facts=r.max_facts,
                 min_score=r.min_score,
+                context_ratio=r.context_ratio,
                 half_life_days=settings.temporal.half_life_days,
-                rerank=Rerank(r.pool, r.speaker_boost, r.neighbour_weight, r.session_hours),
+                rerank=Rerank(
+                    r.pool,
+                    r.speaker_boost,
+                    r.neighbour_weight,
+                    r.session_hours,
+                    scored=r.fusion == "lift",
+                ),
                 speaker_turns=r.speaker_turns,
                 speaker_rerank=Rerank(
-                    r.speaker_pool, 0.0, r.speaker_neighbour_weight, r.session_hours
+                    r.speaker_pool,
+                    0.0,
+                    r.speaker_neighbour_weight,
+                    r.session_hours,
+                    scored=r.fusion == "lift",
                 ),
             ),
             embedder=self.embedder,

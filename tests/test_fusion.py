@@ -129,3 +129,26 @@ def test_normalise_keeps_float32_arithmetic():
     scores = [0.1, 0.7, 0.3]
     want = (np.float32(scores) - np.float32(0.1)) / (np.float32(0.7) - np.float32(0.1))
     assert normalise(f32(scores)).to_pylist() == want.astype(np.float32).tolist()
+
+
+def test_lift_ranks_by_cosine_plus_a_share_of_the_best_text_score():
+    """The ``lift`` fusion: a candidate's score is its cosine plus the weight times its
+    full-text score over the best one; the score shown is the one that ranks."""
+    from datetime import UTC, datetime
+
+    from cranimem_mcp.buffer.fusion import lift
+    from cranimem_mcp.buffer.working_set import Entry
+
+    def entry(name: str) -> Entry:
+        return Entry(name, "buffer", name, name, datetime.now(UTC), None, None)
+
+    a, b, c, d = (entry(x) for x in "abcd")
+    near = [(a, 0.58), (b, 0.55), (c, 0.40)]
+    text = [(c, 0.40, 8.0), (d, 0.30, 4.0)]  # d: a lexical match the vector half missed
+    hits = lift(near, text, 0.2, limit=3)
+    assert [h.entry.id for h in hits] == ["c", "a", "b"]
+    assert [round(h.fused, 6) for h in hits] == [0.60, 0.58, 0.55]
+    assert hits[0].similarity == 0.40
+    assert [h.fused for h in hits] == sorted((h.fused for h in hits), reverse=True)
+    assert [h.entry.id for h in lift(near, [], 0.2, limit=5)] == ["a", "b", "c"]
+    assert round(lift([], text, 0.2, limit=5)[1].fused, 6) == 0.40  # d: 0.30 + 0.2 x 4/8

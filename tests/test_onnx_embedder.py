@@ -206,3 +206,20 @@ async def test_serve_warms_the_embedder_at_start_and_initialize_never_waits_for_
             assert stored.structured_content["status"] == "stored", stored
             recalled = await client.call_tool("recall", {"query": "Where do I live?"})
             assert "Paris" in recalled.structured_content["context"]
+
+
+async def test_a_long_text_is_read_in_windows_and_a_short_one_is_unchanged():
+    """With windows, a text past the model's 256 word pieces is embedded whole: a detail at
+    its end moves its vector; a text that fits one window keeps its vector bit for bit."""
+    opening, windowed = OnnxEmbedder(), OnnxEmbedder(windows=8)
+    filler = "We talked about the weather, the garden and the neighbours' new fence. " * 30
+    tail = " By the way, my passport number expires in March and I keep it in the blue drawer."
+    texts = [SENTENCES[0], filler + tail, filler]
+    plain, whole = await opening.embed(texts), await windowed.embed(texts)
+    assert np.array_equal(plain[0], whole[0])
+    # Read from its opening only, the long text is the filler; read whole, it is not.
+    assert plain[1] @ plain[2] > 0.999
+    assert whole[1] @ whole[2] < plain[1] @ plain[2] - 0.01
+    query = (await windowed.embed(["Where do I keep my passport?"]))[0]
+    assert whole[1] @ query > plain[1] @ query + 0.02
+    assert np.allclose(np.linalg.norm(whole, axis=1), 1.0, atol=1e-5)

@@ -154,7 +154,10 @@ async def test_a_recall_lists_its_memories_in_the_order_it_ranked_them(open_engi
         assert max(it["score"] for it in items[1:]) > items[0]["score"]
         context = result.structured_content["context"]
         lines = [ln for ln in context.splitlines() if ln.startswith("[") and "[fact" not in ln]
-        assert [ln.split()[1] for ln in lines] == [it["id"] for it in items]
+        # The block leaves out what scores under retrieval.min_score (0.1); the items keep it.
+        shown = [it["id"] for it in items if it["score"] >= 0.1]
+        assert len(shown) >= 3
+        assert [ln.split()[1] for ln in lines] == shown
 
 
 def test_the_context_block_keeps_the_ranking_facts_after_it_outdated_memories_last():

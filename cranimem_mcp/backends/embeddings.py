@@ -43,6 +43,7 @@ MINILM_ID = "local:all-MiniLM-L6-v2"
 MINILM_DIM = 384
 MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 BATCH = 32
+STRIDE = 32  # word pieces two windows of a long text share
 SENTENCE_TRANSFORMERS_EXTRA = (
     "pip install torch==2.13.0 && pip install 'cranimem-mcp[sentence-transformers]' "
     "(an unpinned torch pulls a multi-GB CUDA build)"
@@ -145,9 +146,15 @@ class OnnxEmbedder:
     not depend on its batch."""
 
     def __init__(
-        self, threads: int = 1, model_path: Path | None = None, tokenizer_path: Path | None = None
+        self,
+        threads: int = 1,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        *,
+        windows: int = 1,
     ) -> None:
         self._threads = threads
+        self._windows = windows
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
         self._session: Any = None
@@ -186,7 +193,7 @@ class OnnxEmbedder:
                     "pip install onnxruntime tokenizers (or reinstall cranimem-mcp)"
                 ) from exc
             tokenizer = Tokenizer.from_file(str(tokenizer_file))
-            tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
+            tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS, stride=STRIDE)
             tokenizer.no_padding()  # batches are padded here, to their longest text
             options = ort.SessionOptions()
             options.intra_op_num_threads = self._threads
@@ -229,12 +236,29 @@ class OnnxEmbedder:
         return path
 
     def embed_sync(self, texts: list[str]) -> np.ndarray:
+        """One vector per text. A text longer than the model reads (256 word pieces) is read
+        in up to ``windows`` overlapping windows: its vector is their mean, weighted by their
+        lengths, normalised (with one window: its opening only, as sentence-transformers)."""
         self.load()
-        out = np.zeros((len(texts), MINILM_DIM), dtype=np.float32)
         with self._run_lock:
-            tokens = [e.ids for e in self._tokenizer.encode_batch(texts)]
+            owner: list[int] = []  # the text of each window
+            tokens: list[list[int]] = []
+            for n, encoding in enumerate(self._tokenizer.encode_batch(texts)):
+                for window in [encoding, *encoding.overflowing][: self._windows]:
+                    owner.append(n)
+                    tokens.append(window.ids)
+            vectors = np.zeros((len(tokens), MINILM_DIM), dtype=np.float32)
             for rows in _batches(tokens):
-                out[rows] = self._run([tokens[i] for i in rows])
+                vectors[rows] = self._run([tokens[i] for i in rows])
+        if len(tokens) == len(texts):
+            return vectors
+        out = np.zeros((len(texts), MINILM_DIM), dtype=np.float32)
+        np.add.at(out, owner, vectors * np.array([len(t) for t in tokens], np.float32)[:, None])
+        out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+        counts = np.bincount(owner, minlength=len(texts))
+        first = np.searchsorted(owner, np.arange(len(texts)))
+        single = counts == 1  # one window: its vector as it is, bit for bit
+        out[single] = vectors[first[single]]
         return out
 
     def _run(self, token_ids: list[list[int]]) -> np.ndarray:

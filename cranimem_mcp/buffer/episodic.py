@@ -29,7 +29,7 @@ import anyio
 import numpy as np
 
 from cranimem_mcp.backends import heap
-from cranimem_mcp.buffer.fusion import fuse
+from cranimem_mcp.buffer.fusion import fuse, lift
 from cranimem_mcp.buffer.lance import FTS, LinearCombinationReranker, RRFReranker, reason
 from cranimem_mcp.buffer.records import (
     COLUMNS,
@@ -84,6 +84,7 @@ class EpisodicStore:
         working_set_rows: int = 100_000,
         fusion: str = "rrf",
         vector_weight: float = 0.7,
+        text_lift: float = 0.2,
         retention: VersionRetention | None = None,
         shared: bool = False,
     ) -> None:
@@ -91,7 +92,9 @@ class EpisodicStore:
         with its ``storage_options``. ``working_set_rows`` bounds the in-memory copy of
         live memories that answers the hot-path questions (0: always ask LanceDB).
         ``fusion`` ("rrf" or "linear", with ``vector_weight``) picks the LanceDB reranker
-        that fuses the vector and full-text halves of :meth:`hybrid`. ``retention``: what
+        that fuses the vector and full-text halves of :meth:`hybrid`; "lift" scores each
+        candidate by its cosine plus ``text_lift`` times its share of the best full-text score
+        (:func:`~cranimem_mcp.buffer.fusion.lift`). ``retention``: what
         :meth:`maintain` keeps of old table versions. ``shared``: other processes write the
         table too (see the module docstring)."""
         self._path = path
@@ -107,6 +110,7 @@ class EpisodicStore:
         self._version: int | None = None  # of the table the working set matches (shared)
         self._ws = WorkingSet(dim, working_set_rows)
         self._schema = schema(dim)
+        self._lift = text_lift if fusion == "lift" else None
         self._reranker: Any = (
             LinearCombinationReranker(vector_weight) if fusion == "linear" else RRFReranker()
         )
@@ -529,7 +533,11 @@ class EpisodicStore:
                 (r["id"], float(r["_score"])) for r in await self._fts(where, terms, limit, ["id"])
             ]
             text = [(i, score) for i, score in found if i in mirrored]
+            if self._lift is not None:
+                return lift(near, self._text_half(mirrored, vector, text), self._lift, limit)
             return fuse(self._reranker, mirrored, vector, near, text, limit)
+        if self._lift is not None and terms:
+            return await self._lifted(where, vector, terms, limit)
 
         def run() -> list[dict[str, Any]]:
             if not terms:
@@ -566,7 +574,41 @@ class EpisodicStore:
         rows = await self._fts(where, terms, 4 * limit, ["id"])
         text = [(r["id"], float(r["_score"])) for r in rows if r["id"] in among][:limit]
         text = [(i, score) for i, score in text if i in mirrored]
+        if self._lift is not None:
+            return lift(near, self._text_half(mirrored, vector, text), self._lift, limit)
         return fuse(self._reranker, mirrored, vector, near, text, limit)
+
+    @staticmethod
+    def _text_half(
+        mirrored: Any, vector: np.ndarray, text: list[tuple[str, float]]
+    ) -> list[tuple[Entry, float, float]]:
+        """The full-text half's ids and scores as entries with their cosines."""
+        out = []
+        for memory_id, score in text:
+            found = mirrored.entry(memory_id)
+            if found is not None:
+                out.append((found, mirrored.similarity(memory_id, vector), score))
+        return out
+
+    async def _lifted(self, where: str, vector: np.ndarray, terms: str, limit: int) -> list[Hit]:
+        """The ``lift`` fusion of an unmirrored scope: a vector search and a full-text search
+        in LanceDB, fused as a mirrored scope's are."""
+
+        def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            columns = [*FIELDS, "vector"]
+            near = self._table.search(vector.tolist()).distance_type("cosine").limit(limit)
+            near = near.where(where, prefilter=True).select(columns).to_list()
+            text = self._table.search(terms, query_type="fts").where(where, prefilter=True)
+            return near, text.limit(limit).select([*columns, "_score"]).to_list()
+
+        near_rows, text_rows = await self._run(run)
+
+        def cosine(r: dict[str, Any]) -> float:
+            return float(np.asarray(r["vector"], dtype=np.float32) @ vector)
+
+        near = [(entry(r), cosine(r)) for r in near_rows]
+        text = [(entry(r), cosine(r), float(r["_score"])) for r in text_rows]
+        return lift(near, text, self._lift or 0.0, limit)
 
     async def _fts(
         self, where: str | None, terms: str, limit: int, columns: list[str]

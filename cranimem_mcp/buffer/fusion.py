@@ -71,3 +71,25 @@ def fuse(
             sim = mirrored.similarity(found_entry.id, vector)
             out.append(Hit(found_entry, sim, float(score)))
     return out
+
+
+def lift(
+    near: Sequence[tuple[Entry, float]],
+    text: Sequence[tuple[Entry, float, float]],
+    weight: float,
+    limit: int,
+) -> list[Hit]:
+    """The ``lift`` fusion: every candidate of either half scored by its cosine to the query
+    plus ``weight`` times its full-text score over the best full-text score (so the best
+    lexical match gains ``weight``, a memory full-text search did not find nothing). ``near``:
+    the vector half (entries and cosines), ``text``: the full-text half (entries, cosines,
+    BM25 scores), each best first. The score is on the cosine's scale, so the one shown is the
+    one that ranks and an absolute floor keeps its meaning; a lexical match the vector half
+    missed still competes with its own meaning, not with a rank."""
+    best = max((score for _e, _sim, score in text), default=0.0)
+    scored: dict[str, tuple[Entry, float, float]] = {e.id: (e, sim, sim) for e, sim in near}
+    for found, sim, score in text:
+        share = weight * score / best if best > 0 else 0.0
+        scored[found.id] = (found, sim, sim + share)
+    ranked = sorted(scored.values(), key=lambda es: -es[2])[:limit]
+    return [Hit(found, sim, fused) for found, sim, fused in ranked]

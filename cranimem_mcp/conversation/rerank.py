@@ -33,6 +33,8 @@ class Rerank:
     speaker_boost: float = 0.0  # added to a turn whose speaker the query names
     neighbour_weight: float = 0.0  # share of a hit's score lent to the turns beside it
     session_hours: float = 1.0  # neighbours must have happened this close to each other
+    # The fused score is on the cosine's scale and ranks (the "lift" fusion): it is shown.
+    scored: bool = False
 
     @property
     def active(self) -> bool:
@@ -51,7 +53,7 @@ def rerank(
     0.569 -> 0.444 with three candidates per memory). The score shown is the cosine, lifted
     a little by the rank, plus the same lifts."""
     shown = {
-        h.entry.id: h.similarity + 0.05 * (1.0 - rank / max(1, len(hits)))
+        h.entry.id: h.fused if policy.scored else h.similarity + 0.05 * (1.0 - rank / len(hits))
         for rank, h in enumerate(hits)
     }
     if not policy.active:  # the hybrid search's own order, as the module docstring says

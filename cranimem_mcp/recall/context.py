@@ -1,9 +1,9 @@
 """The context block of a recall (paper B.5): one compact, labelled text, within a budget.
 
-Every line starts with its label (path, id, score) and stored text is flattened to one line
-with ``<``/``>`` escaped, so recalled data cannot pose as the server's own words. The block
-never exceeds ``max_chars``: the best memories that fit, in the recall's order, then the
-best-scoring facts in the room left, outdated memories last.
+Every line starts with its label (path, id, score, the day it happened) and stored text is
+flattened to one line with ``<``/``>`` escaped, so recalled data cannot pose as the server's
+own words. The block never exceeds ``max_chars``: the best memories that fit, in the recall's
+order, then the best-scoring facts in the room left, outdated memories last.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def _lines(items: list[RecallItem], facts: list[Fact]) -> list[_Line]:
     lines = [
         _Line(
             it.score,
-            f"[{it.path} {it.id} {it.score:.2f}{' previously' if it.superseded else ''}] ",
+            f"[{it.path} {it.id} {it.score:.2f} {_day(it)}"
+            f"{' previously' if it.superseded else ''}] ",
             flatten(it.content),
             it,
         )
@@ -59,6 +60,11 @@ def _lines(items: list[RecallItem], facts: list[Fact]) -> list[_Line]:
     return lines
 
 
+def _day(item: RecallItem) -> str:
+    """The day the memory's event happened (when it was observed), else when it was written."""
+    return (item.observed_at or item.created_at).date().isoformat()
+
+
 def _group(ref: RecallItem | Fact) -> int:
     if isinstance(ref, Fact):
         return 1
@@ -73,6 +79,13 @@ def _fact_label(fact: Fact) -> str:
 
 def _fact_body(fact: Fact) -> str:
     return f"{fact.subject} —{fact.predicate}→ {fact.object}"
+
+
+def floor(items: list[RecallItem], min_score: float, ratio: float) -> float:
+    """The least score a line needs to be read: ``min_score``, and ``ratio`` of the best
+    memory's score (a weak match is left out relative to the best one, not padded in)."""
+    best = max((it.score for it in items if not it.superseded), default=0.0)
+    return max(min_score, ratio * best)
 
 
 def render(

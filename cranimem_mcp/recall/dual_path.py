@@ -50,7 +50,7 @@ from cranimem_mcp.models import (
     fact_text,
 )
 from cranimem_mcp.recall import exact
-from cranimem_mcp.recall.context import render
+from cranimem_mcp.recall.context import floor, render
 from cranimem_mcp.temporal import decay
 from cranimem_mcp.validation import check_scope, check_text, check_time, now
 
@@ -238,6 +238,9 @@ class RecallPolicy:
     min_score: float  # below it, nothing is rendered
     half_life_days: float  # of a fact's weight once it has ended
     rerank: Rerank = NO_RERANK  # how the episodic candidates are re-scored
+    # Below this share of the best memory's score, a line is left out of the context block
+    # (the items keep the whole ranking of k).
+    context_ratio: float = 0.0
     # A name heading this many memories of the scope is a speaker: when the query names one,
     # the episodic search leaves the name out of its words and puts the speaker's own turns
     # first, re-scored by ``speaker_rerank`` (:mod:`.speakers`; 0 = off).
@@ -348,9 +351,13 @@ class DualPathRecall:
         items = merged(rankings, k)
         if len(scopes) > 1:  # one budget across scopes: the best overall
             facts = sorted(facts, key=lambda f: -f.score)[: r.max_facts]
-        context, items, facts = render(items, facts, max_chars, r.min_score)
+        # The context block holds what bears on the query; ``items`` the whole ranking of k
+        # (no score floor cuts it short), ``facts`` those the block holds.
+        context, read, facts = render(
+            items, facts, max_chars, floor(items, r.min_score, r.context_ratio)
+        )
         for s in scopes:
-            self.recalls.note(s, [it.id for it in items if it.scope == s])
+            self.recalls.note(s, [it.id for it in read if it.scope == s])
         return RecallResult(
             context=context,
             items=items,
