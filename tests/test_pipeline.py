@@ -179,6 +179,7 @@ async def test_recall_merges_both_paths_with_labels_and_counts_access(open_engin
         assert f"[memory {kept.id} " in result.context
         assert f"[recent {recent.id} " in result.context
         assert "[fact " in result.context
+
         # A recall counts for the memories its context block shows (the items hold the whole
         # ranking of k, weak matches too).
         def read(result):

@@ -27,7 +27,9 @@ from cranimem_mcp.models import Extraction
 
 pytestmark = pytest.mark.anyio
 TOKEN = "security-token-" + "q" * 24
-LABEL = re.compile(r"^\[(recent|memory) m_[0-9a-f]{20} -?\d+\.\d\d\] |^\[fact -?\d+\.\d\d ")
+LABEL = re.compile(
+    r"^\[(recent|memory) m_[0-9a-f]{20} -?\d+\.\d\d \d{4}-\d\d-\d\d( previously)?\] |^\[fact -?\d+\.\d\d "
+)
 
 
 @pytest.mark.slow
