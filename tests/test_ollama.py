@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from fake_ollama import CHAT_MODEL, EMBED_DIM, EMBED_MODEL, FakeOllama, refused_host, running
 
+from cranimem_mcp import backends
 from cranimem_mcp.backends.llm import metered
 from cranimem_mcp.backends.ollama import (
     ExtractionReply,
@@ -287,8 +288,10 @@ async def test_call_budget_spent_falls_back_without_calling(fake, backend):
     assert meter.prompt_tokens > 0 and meter.completion_tokens > 0
 
 
-async def test_prompt_files_are_the_ones_in_configs_prompts():
-    assert prompts_dir() == Path(__file__).resolve().parent.parent / "configs" / "prompts"
+async def test_prompt_files_are_the_packages_own():
+    folder = prompts_dir()
+    assert folder == Path(backends.__file__).parent / "prompts"
+    assert {p.name for p in folder.iterdir()} >= {"tag.md", "judge.md", "extract.md"}
 
 
 # --- the server's address and /api/version ----------------------------------------------------

@@ -1,16 +1,15 @@
 """What a chat model is told and what it must answer: prompt files and reply models.
 
-A prompt file (``configs/prompts/*.md``) holds the system text, then ``=== user ===`` and the
-user template. A reply model's JSON schema is sent as the chat call's ``format``; a reply is
-valid only if it was not cut off (``done_reason``), parses, and validates against the model
-(scores clamped to [0, 1]). :func:`ask` retries an invalid reply once with the validation
-error in the prompt, then raises ``ModelOutputError``.
+A prompt file (``prompts/*.md`` beside this module, package data) holds the system text, then
+``=== user ===`` and the user template. A reply model's JSON schema is sent as the chat call's
+``format``; a reply is valid only if it was not cut off (``done_reason``), parses, and
+validates against the model (scores clamped to [0, 1]). :func:`ask` retries an invalid reply
+once with the validation error in the prompt, then raises ``ModelOutputError``.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -80,18 +79,17 @@ class ExtractionReply(BaseModel):
 # --- prompts ----------------------------------------------------------------------------
 
 
+# Package data, so every kind of install has them (a wheel's data-files land under
+# sys.prefix only in a venv: not with `pip install --user`).
+PROMPTS = Path(__file__).parent / "prompts"
+
+
 def prompts_dir(configured: Path | None = None) -> Path:
-    """The prompt files: the configured directory, the source tree's ``configs/prompts``,
-    or the copy a wheel installs under ``<prefix>/share/cranimem-mcp/prompts``."""
-    candidates = [configured] if configured else []
-    candidates += [
-        Path(__file__).resolve().parents[2] / "configs" / "prompts",
-        Path(sys.prefix) / "share" / "cranimem-mcp" / "prompts",
-    ]
-    for path in candidates:
-        if path is not None and (path / "tag.md").is_file():
-            return path
-    raise ConfigError(f"prompt files not found in {[str(c) for c in candidates]}")
+    """The prompt files: the configured directory, else the package's own ``prompts/``."""
+    path = configured or PROMPTS
+    if not (path / "tag.md").is_file():
+        raise ConfigError(f"prompt files not found in {path} (no tag.md)")
+    return path
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The optional answer step (``--answer-model``): a local LLM answers the question from the
 recalled context through Ollama, so the paper's answer precision/recall/F1 can be reported.
 
-The prompt lives in ``configs/prompts/hotpotqa_answer.txt`` (``{context}`` and ``{question}``
+The prompt lives in ``hotpotqa_answer.txt`` beside this module (``{context}`` and ``{question}``
 are filled in); decoding is greedy so reruns agree.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cranimem_mcp.errors import BackendUnavailable, ConfigError
 
-PROMPT = Path(__file__).resolve().parents[2] / "configs" / "prompts" / "hotpotqa_answer.txt"
+PROMPT = Path(__file__).parent / "hotpotqa_answer.txt"
 
 
 def load_prompt(path: Path = PROMPT) -> str:
