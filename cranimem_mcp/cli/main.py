@@ -266,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 run = command.eval_hotpotqa
             anyio.run(run, args, settings, print)
+        elif args.command == "setup":
+            from cranimem_mcp.cli.setup import setup
+
+            return setup(args, print)
         elif args.command == "demo":
             from cranimem_mcp.cli.demo import run_demo
 

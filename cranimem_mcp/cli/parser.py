@@ -12,7 +12,7 @@ from pathlib import Path
 DESCRIPTION = (
     "The command line: ``cranimem-mcp serve | ui | remember | recall | list | consolidate |"
     " forget | restore | goal | stats | check | export | import | doctor | reembed |"
-    " rewrite-graph | demo |"
+    " rewrite-graph | demo | setup |"
     " eval | bench``. Logging goes to stderr; ``serve`` writes nothing to stdout but protocol"
     " messages."
 )
@@ -141,6 +141,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="a narrated tour of the pipeline on a temporary store")
     _common(p)
+
+    p = sub.add_parser(
+        "setup",
+        help="add this server to an MCP client's configuration (Claude Desktop, Claude Code,"
+        " Cursor, VS Code)",
+    )
+    p.add_argument("client", choices=["claude-desktop", "claude-code", "cursor", "vscode"])
+    p.add_argument(
+        "--project", type=Path, metavar="DIR",
+        help="the project's file (.mcp.json, .cursor/mcp.json, .vscode/mcp.json) instead of"
+        " the user's",
+    )  # fmt: skip
+    p.add_argument(
+        "--file", type=Path, metavar="PATH",
+        help="the client's configuration file, if not where the client keeps it by default",
+    )  # fmt: skip
+    p.add_argument("--name", default="cranimem", help="the server's name (default: cranimem)")
+    p.add_argument(
+        "--data-dir", metavar="DIR",
+        help="the data directory the server uses (CRANIMEM_HOME in the entry's env)",
+    )  # fmt: skip
+    p.add_argument(
+        "--scope", metavar="NAME",
+        help="the scope of every call that names none (instead of one per workspace root)",
+    )  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
+    p.add_argument("--force", action="store_true", help="replace a different entry of that name")
+    p.add_argument("-v", "--verbose", action="count", default=0)
 
     p = sub.add_parser(
         "eval",
