@@ -1,5 +1,6 @@
 """The package as a user installs it: a wheel built from this checkout, installed with pipx
-into a fresh location, answers over stdio with the installed ``cranimem-mcp`` command.
+into a fresh location, answers over stdio with the installed ``cranimem-mcp`` command, started
+as the entry ``cranimem-mcp setup`` writes into a client's file says.
 
 What the wheel must carry besides the code (the default gate's weights, the inspector's
 assets, the Ollama prompts) is package data; the test checks the wheel's file list and that
@@ -7,6 +8,7 @@ the installed package finds its prompts inside itself, never in this checkout.""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -75,7 +77,7 @@ async def test_the_wheel_installed_with_pipx_remembers_and_recalls_over_stdio(
 ) -> None:
     """Measured on the shared 2-core machine: the wheel builds in 3 s; ``pipx install`` of
     it, the dependencies from the package index, 24-28 s (a plain ``python -m venv`` + ``pip
-    install`` of the wheel took 50 s); the whole test 42 s, the first ``serve`` ~15 s of it.
+    install`` of the wheel took 50 s); the whole test 42-66 s, the first ``serve`` ~15 s of it.
     (``uv tool install`` of the checkout, by hand: 5.5 s with an empty uv cache.)"""
     pytest.importorskip("pipx", reason="pipx (the dev extra) installs the wheel")
     wheel = _build_wheel(tmp_path)
@@ -112,10 +114,20 @@ async def test_the_wheel_installed_with_pipx_remembers_and_recalls_over_stdio(
     assert package.is_relative_to(venv) and prompts.is_relative_to(venv), probe.stdout
     assert not package.is_relative_to(CHECKOUT)
 
+    # The client's entry, as `setup` writes it, is what starts the server.
+    client_file = tmp_path / "client" / "mcp.json"
+    setup = subprocess.run(
+        [str(command), "setup", "cursor", "--file", str(client_file),
+         "--data-dir", str(tmp_path / "data")],
+        env=_fresh_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert setup.returncode == 0, setup.stderr
+    entry = json.loads(client_file.read_text())["mcpServers"]["cranimem"]
+    assert entry["command"] == str(command) and entry["args"] == ["serve"]
     params = StdioServerParameters(
-        command=str(command),
-        args=["serve"],
-        env=_fresh_env(CRANIMEM_HOME=str(tmp_path / "data")),
+        command=entry["command"],
+        args=entry["args"],
+        env=_fresh_env(**entry["env"]),
         cwd=str(tmp_path),
     )
     async with Client(params, cache=None) as client:
