@@ -28,7 +28,8 @@ from cranimem_mcp.models import Extraction
 pytestmark = pytest.mark.anyio
 TOKEN = "security-token-" + "q" * 24
 LABEL = re.compile(
-    r"^\[(recent|memory) m_[0-9a-f]{20} -?\d+\.\d\d \d{4}-\d\d-\d\d( previously)?\] |^\[fact -?\d+\.\d\d "
+    r"^\[(recent|memory) m_[0-9a-f]{20} -?\d+\.\d\d \d{4}-\d\d-\d\d( previously)?\] "
+    r"|^\[fact -?\d+\.\d\d "
 )
 
 
