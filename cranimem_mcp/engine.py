@@ -295,9 +295,10 @@ class MemoryEngine:
         source: str | None = None,
         tags: list[str] | None = None,
         pin: bool = False,
+        said_at: str | datetime | None = None,
     ) -> RememberResult:
         """Gate a write and store it in the scope's buffer (see :mod:`.intake`)."""
-        return await self._intake.remember(content, scope, goal, source, tags, pin)
+        return await self._intake.remember(content, scope, goal, source, tags, pin, said_at)
 
     # --- replay and consolidation ----------------------------------------------------------
 

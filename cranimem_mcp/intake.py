@@ -42,7 +42,14 @@ from cranimem_mcp.models import (
 from cranimem_mcp.replay.consolidator import Consolidator
 from cranimem_mcp.secrets import guard as redaction
 from cranimem_mcp.temporal import observed_at
-from cranimem_mcp.validation import check_scope, check_text, content_hash, new_id, now
+from cranimem_mcp.validation import (
+    check_scope,
+    check_text,
+    check_time,
+    content_hash,
+    new_id,
+    now,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -105,8 +112,9 @@ class Intake:
         source: str | None = None,
         tags: list[str] | None = None,
         pin: bool = False,
+        said_at: str | datetime | None = None,
     ) -> RememberResult:
-        result = await self._remember(content, scope, goal, source, tags, pin)
+        result = await self._remember(content, scope, goal, source, tags, pin, said_at)
         await self.consolidator.maintain_inline()  # outside the scope lock, as a run takes it
         return result
 
@@ -118,8 +126,10 @@ class Intake:
         source: str | None,
         tags: list[str] | None,
         pin: bool,
+        said_at: str | datetime | None = None,
     ) -> RememberResult:
         content = check_text("content", content, MAX_CONTENT)
+        said = check_time(said_at, "said_at") if said_at is not None else None
         scope = check_scope(scope)
         goal = check_text("goal", goal, MAX_GOAL) if goal is not None else None
         source = check_text("source", source, MAX_SOURCE) if source is not None else None
@@ -164,7 +174,9 @@ class Intake:
             entities = [e.name for e in quick.entities]
             turn = self.keeper.state.turns.get(scope, 0) + 1
             self.keeper.state.turns[scope] = turn
-            observed = observed_at(content) or stamp
+            # A date the text names is the event's; else when it was said (an import of an
+            # older note or chat turn), else now.
+            observed = observed_at(content) or said or stamp
             memory_id = new_id()
             memory = Memory(
                 id=memory_id,

@@ -272,6 +272,7 @@ class MemoryEntry(BaseModel):
     relevance: float | None = Field(None, description="Similarity to the goal when written")
     replay_score: float | None = Field(None, description="The last consolidation's score")
     pinned: bool = False
+    source: str | None = None  # where it came from, as the write said
 
 
 class MemoryPage(BaseModel):

@@ -59,8 +59,11 @@ class MemoryService(Protocol):
         source: str | None = None,
         tags: list[str] | None = None,
         pin: bool = False,
+        said_at: str | datetime | None = None,
     ) -> RememberResult:
-        """Gate a write and store it in the scope's buffer (or merge an exact repeat)."""
+        """Gate a write and store it in the scope's buffer (or merge an exact repeat).
+        ``said_at`` (ISO 8601): when the user said or wrote it, if not now (an import); it
+        dates the event unless the text names a date of its own."""
         ...
 
     async def recall(

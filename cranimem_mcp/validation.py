@@ -54,14 +54,14 @@ def check_text(name: str, value: str, max_len: int) -> str:
     return value.strip()
 
 
-def check_time(value: str | datetime) -> datetime:
+def check_time(value: str | datetime, name: str = "as_of") -> datetime:
     if isinstance(value, datetime):
         when = value
     else:
         try:
             when = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
         except ValueError as exc:
-            raise InvalidInput(f"as_of must be an ISO 8601 date or time, got {value!r}") from exc
+            raise InvalidInput(f"{name} must be an ISO 8601 date or time, got {value!r}") from exc
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 

@@ -50,8 +50,9 @@ ALLOWED: dict[str, set[str]] = {
     "sharing": SHARED | {"engine", "providers", "backends", "extraction", "coordination"},
     "server": {"service", "models", "errors", "config", "sharing", "ui"},
     "eval": SHARED | {"engine", "backends", "recall", "buffer"},
+    "importers": {"service", "models", "errors"},
     "cli": SHARED | {"engine", "providers", "server", "sharing", "eval", "backends",
-                     "buffer", "graph", "conversation", "coordination"},
+                     "buffer", "graph", "conversation", "coordination", "importers"},
 }  # fmt: skip
 # Faces that reach past the service to a store on purpose, and why.
 STORE_ACCESS = {
@@ -62,7 +63,7 @@ STORE_ACCESS = {
 STORES = {"buffer", "graph"}
 # The composition roots: the faces that open an engine in this process.
 ENGINE_OPENERS = {"sharing", "cli", "eval"}
-FACES = {"server", "sharing", "cli", "ui", "eval"}
+FACES = {"server", "sharing", "cli", "ui", "eval", "importers"}
 
 
 def module_of(path: Path) -> str:

@@ -227,4 +227,5 @@ def listing(memory: Memory, preview: int) -> MemoryEntry:
         relevance=memory.relevance,
         replay_score=memory.replay_score,
         pinned=bool(memory.pinned),
+        source=memory.source,
     )

@@ -33,7 +33,7 @@ from cranimem_mcp.cli.text import (
     stats_text,
 )
 from cranimem_mcp.config import Settings, load_settings
-from cranimem_mcp.errors import CranimemError
+from cranimem_mcp.errors import CranimemError, InvalidInput
 
 logger = logging.getLogger("cranimem_mcp")
 
@@ -187,6 +187,20 @@ async def _export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _import(args: argparse.Namespace, settings: Settings) -> int:
+    if args.fmt != "cranimem":
+        from cranimem_mcp.cli import imports
+        from cranimem_mcp.sharing.handle import shared_engine
+
+        reading = imports.read(args)  # the whole file, before the engine opens or any write
+        async with shared_engine(settings) as engine:
+            _resume_collector()
+            print(await imports.import_from(engine, reading, args))
+        return 0
+    if args.scope or args.dry_run or args.gate:
+        raise InvalidInput(
+            "--scope, --dry-run and --gate are for --from server-memory, mcp-memory-service,"
+            " chatgpt or claude: an export is imported whole into an empty data directory"
+        )
     from cranimem_mcp.cli.portability import import_into
     from cranimem_mcp.sharing.handle import exclusive_directory, open_local
 

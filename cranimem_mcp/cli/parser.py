@@ -105,9 +105,31 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("out", type=Path, help="directory to write memories.jsonl and graph.trig to")
 
-    p = sub.add_parser("import", help="read an export into an empty data directory")
+    p = sub.add_parser(
+        "import",
+        help="read an export into an empty data directory, or another memory server's file or "
+        "a chat app's export into a scope (--from)",
+    )
     _common(p)
-    p.add_argument("src", type=Path, help="directory written by export")
+    p.add_argument(
+        "src", type=Path,
+        help="directory written by export; with --from: server-memory's memory.jsonl,"
+        " mcp-memory-service's SQLite database, or the app's conversations.json",
+    )  # fmt: skip
+    p.add_argument(
+        "--from", dest="fmt", default="cranimem",
+        choices=["cranimem", "server-memory", "mcp-memory-service", "chatgpt", "claude"],
+        help="the format of src (default: cranimem, our own export)",
+    )  # fmt: skip
+    p.add_argument("--scope", help="the scope to import into (default: default)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="read the file and report counts; write nothing"
+    )
+    p.add_argument(
+        "--gate", action="store_true",
+        help="judge a memory server's memories by the gate too (default: they are pinned, the"
+        " user chose to store them); a chat's turns are always gated",
+    )  # fmt: skip
 
     p = sub.add_parser("doctor", help="check the Ollama host, models, embedder and store")
     _common(p)

@@ -161,10 +161,12 @@ class RemoteEngine:
         source: str | None = None,
         tags: list[str] | None = None,
         pin: bool = False,
+        said_at: str | datetime | None = None,
     ) -> RememberResult:
         return await self._rpc(
-            "remember", content=content, scope=scope, goal=goal, source=source, tags=tags, pin=pin
-        )
+            "remember", content=content, scope=scope, goal=goal, source=source, tags=tags,
+            pin=pin, said_at=said_at,
+        )  # fmt: skip
 
     async def recall(
         self,
