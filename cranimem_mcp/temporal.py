@@ -149,12 +149,14 @@ def observed_at(text: str) -> datetime | None:
         if m := _DMY.search(text):
             d = datetime(int(m[3]), _MONTHS[m[2].lower()], int(m[1]), tzinfo=UTC)
             candidates.append((m.start(), d))
+        # Where the month or year itself stands, not the words or brackets before it: the
+        # year of "[2023-11-14 22:14] ..." is no earlier than the date it is part of.
         if m := _MY.search(text):
             candidates.append(
-                (m.start(), datetime(int(m[2]), _MONTHS[m[1].lower()], 1, tzinfo=UTC))
+                (m.start(1), datetime(int(m[2]), _MONTHS[m[1].lower()], 1, tzinfo=UTC))
             )
         if m := _Y.search(text):
-            candidates.append((m.start(), datetime(int(m[1]), 1, 1, tzinfo=UTC)))
+            candidates.append((m.start(1), datetime(int(m[1]), 1, 1, tzinfo=UTC)))
     except ValueError:  # "February 30th": not a date
         return None
     if not candidates:

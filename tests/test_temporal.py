@@ -277,6 +277,10 @@ def test_observed_at_reads_stated_dates():
     assert observed_at("2016 was the year I moved to Prague.") == datetime(2016, 1, 1, tzinfo=UTC)
     assert observed_at("I have 2000 followers.") is None
     assert observed_at("2019% growth") is None
+    # A stamp's full date and time, not the year it opens with (an imported chat turn).
+    assert observed_at("[2023-11-14 22:14] User: I move in March 2024") == datetime(
+        2023, 11, 14, 22, 14, tzinfo=UTC
+    )
 
 
 def test_decay_halves_per_half_life():
