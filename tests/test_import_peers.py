@@ -414,3 +414,40 @@ async def test_peer_memories_are_gated_when_asked(open_engine, files):
     assert not [m for m in stored if m.pinned]
     assert report.kept_by.get("doubtful", 0) > 0, report.kept_by
     assert "pin" not in report.kept_by
+
+
+def test_a_chat_export_is_read_from_its_zip_or_its_folder(tmp_path):
+    """The app sends a zip; ``conversations.json`` may sit in a folder inside it."""
+    import zipfile
+
+    expected = READERS["chatgpt"](CHATGPT).records
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("export/chat.html", "<html></html>")
+        z.write(CHATGPT, "export/conversations.json")
+    assert READERS["chatgpt"](archive).records == expected
+    folder = tmp_path / "unzipped"
+    folder.mkdir()
+    shutil.copy(CLAUDE, folder / "conversations.json")
+    assert READERS["claude"](folder).records == READERS["claude"](CLAUDE).records
+    empty = tmp_path / "empty.zip"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("user.json", "{}")
+    with pytest.raises(InvalidInput, match=r"empty\.zip: zip: holds no conversations\.json"):
+        READERS["chatgpt"](empty)
+
+
+def test_mcp_memory_service_tags_stored_as_a_json_list_are_read(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as con:
+        con.execute(
+            "CREATE TABLE memories (content TEXT, content_hash TEXT, tags TEXT, created_at REAL)"
+        )
+        con.execute(
+            "INSERT INTO memories VALUES ('The VPN config lives in the ops wiki', 'abc', "
+            '\'["ops", "vpn"]\', 1700000000.5)'
+        )
+    (record,) = READERS["mcp-memory-service"](db).records
+    assert record.tags == ("ops", "vpn")
+    assert record.said_at == datetime(2023, 11, 14, 22, 13, 20, 500000, tzinfo=UTC)
+    assert record.source == "mcp-memory-service:abc" and record.pin

@@ -114,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "src", type=Path,
         help="directory written by export; with --from: server-memory's memory.jsonl,"
-        " mcp-memory-service's SQLite database, or the app's conversations.json",
+        " mcp-memory-service's SQLite database, or the app's export (its zip or its"
+        " conversations.json)",
     )  # fmt: skip
     p.add_argument(
         "--from", dest="fmt", default="cranimem",

@@ -15,6 +15,7 @@ record made, before the first write.
 from __future__ import annotations
 
 import json
+import zipfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,25 @@ from cranimem_mcp.models import MAX_CONTENT
 SPEAKERS = {"user": "User"}  # the app's own name stands for "assistant"
 
 
+EXPORT = "conversations.json"
+
+
 def conversations(path: Path) -> list[Any]:
-    """The JSON list a ``conversations.json`` holds."""
+    """The JSON list a ``conversations.json`` holds: the file itself, the one in a folder, or
+    the one in the export's zip as the app sent it."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        if path.is_dir():
+            path = path / EXPORT
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == EXPORT]
+                if not names:
+                    raise malformed(path, "zip", f"holds no {EXPORT}")
+                text = archive.read(min(names, key=len)).decode("utf-8")
+        else:
+            text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
         raise malformed(path, "reading", str(exc)) from exc
     except ValueError as exc:
         raise malformed(path, "JSON", str(exc)) from exc

@@ -10,6 +10,7 @@ is the peer's content hash, which is unique in its table.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -69,9 +70,7 @@ def _rows(db: sqlite3.Connection, path: Path) -> Reading:
             raise malformed(path, where, f"{len(content)} characters; a memory holds {MAX_CONTENT}")
         if not isinstance(digest, str) or not digest:
             raise malformed(path, where, "'content_hash' is empty")
-        tags = values.get("tags") or ""
-        if not isinstance(tags, str):
-            raise malformed(path, where, f"'tags' must be text, got {tags!r:.40}")
+        tags = _tags(values.get("tags"), path, where)
         when = epoch(values.get("created_at"), path, f"{where}, created_at") or iso(
             values.get("created_at_iso"), path, f"{where}, created_at_iso"
         )
@@ -81,8 +80,24 @@ def _rows(db: sqlite3.Connection, path: Path) -> Reading:
                 source=source_id(FORMAT, digest),
                 kind="memory",
                 said_at=when,
-                tags=clean_tags(tags.split(",")),
+                tags=clean_tags(tags),
                 pin=True,
             )
         )
     return Reading(out, {"deleted in mcp-memory-service": deleted} if deleted else {})
+
+
+def _tags(value: object, path: Path, where: str) -> list[str]:
+    """The row's tags: comma-separated text (a JSON list in some older databases)."""
+    if value is None:
+        return []
+    if not isinstance(value, str):
+        raise malformed(path, where, f"'tags' must be text, got {value!r:.40}")
+    if value.lstrip().startswith("["):
+        try:
+            listed = json.loads(value)
+        except ValueError:
+            listed = None
+        if isinstance(listed, list):
+            return [str(t) for t in listed]
+    return value.split(",")
