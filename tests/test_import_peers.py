@@ -17,6 +17,7 @@ The fixtures in ``tests/data/peers/``:
   stdio: six ``memory_store`` calls with tags (one holding an AWS key), then one
   ``memory_delete`` of the sixth (a soft delete: its row keeps ``deleted_at``). VACUUMed and
   gzipped: sqlite-vec allocates a 1.5 MB chunk of zeros for the vectors.
+  ``scripts/make_peer_fixtures.py`` writes both again (the notes and calls are in it).
 - ``chatgpt-conversations.json`` and ``claude-conversations.json`` were written by hand to
   the apps' export formats (``conversations.json``; the ChatGPT one has an edited message,
   so two branches, a hidden system message, a code message and a tool message; the Claude
