@@ -14,7 +14,7 @@ judge its
 own vector. Any other text (a fact, a paragraph, a note) keeps its own vector. The write before
 counts whether the gate kept it or not: the question a turn answers is mostly what the gate
 drops ("What are your plans for the summer?"), and on LoCoMo-dev a turn embedded with the last
-*stored* memory instead found 0.641 of the evidence in the top 5, with the write before 0.675
+*stored* memory instead found 0.641 of the evidence in the top 5, with the write before 0.676
 (its own vector: 0.631; docs/RESULTS.md). In a process that has not written to the scope yet
 (after a restart, a one-shot command) the write before is the scope's newest live memory.
 

@@ -91,8 +91,8 @@ class Provenance:
         # With memos: the end records of the active "ends" graphs, by the fact they end
         # (fact -> graph -> end times), built on first use and kept in step by changed()
         # for the graphs a commit names. Why: finding a fact's ends by scanning every record
-        # about its subject grew with the history (supersede was 60% of a write's cost at
-        # 1.5k memories, docs/RESULTS.md); this costs what the commit changed.
+        # about its subject grew with the history (supersede took 41 s of every 500 writes at
+        # 1.5k memories, 79 s at 3k, docs/RESULTS.md); this costs what the commit changed.
         self._ends: dict[Triple, dict[str, list[datetime]]] | None = None
         self._ends_of_graph: dict[str, list[Triple]] = {}
         # With memos: each memory graph's (observed, asserted) times, read once and dropped
