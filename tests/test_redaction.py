@@ -173,6 +173,34 @@ def test_a_credential_written_like_a_quantity_is_still_redacted(text, secret, la
     assert secret not in result.text and label in result.found, result
 
 
+@pytest.mark.parametrize(
+    ("text", "secret", "label"),
+    [
+        ("**Password:** hunter2", "hunter2", "password"),
+        ("- **Password**: hunter2", "hunter2", "password"),
+        ("__Password:__ hunter2", "hunter2", "password"),
+        ("*Wi-Fi password:* bluefish42", "bluefish42", "password"),
+        ("`password`: hunter2", "hunter2", "password"),
+        ("**API key:** abcd1234efgh5678", "abcd1234efgh5678", "API key"),
+        ("**PIN:** 4921", "4921", "PIN"),
+    ],
+)
+def test_a_credential_after_a_markdown_label_is_redacted(text, secret, label):
+    """A label in bold, italics or code ("**Password:** hunter2") is read as the label."""
+    result = redact(text)
+    assert secret not in result.text and label in result.found, result
+    assert result.text.startswith(text[: text.index(secret)])  # the marks stay
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["**Pass:** 100 miles", "**1-day pass:** ¥600", "**Password:** ask Alice",
+     "**Beartooth Pass:** McCarthy", "**Note:** the password is on the sticky note"],
+)  # fmt: skip
+def test_a_quantity_or_a_word_after_a_markdown_label_is_kept(text):
+    assert redact(text) == Redaction(text, ())
+
+
 def test_found_lists_labels_in_text_order_and_no_values():
     token = "ghp_" + "aB3dE6fG9hI2jK5lM8nO1pQ4rS7tU0vW3xY6"
     text = f"PIN 8264, then token {token}, then the wifi password is hunter2"

@@ -128,8 +128,24 @@ class _Gates:
         return self._regex[id(rule.gate_re)]
 
 
+# A label set in Markdown emphasis or code: "**Password:** x", "**Password**: x", "`token`= x".
+_MARKED_LABEL = re.compile(
+    r"(?P<m>\*\*|__|\*|`)(?P<label>[A-Za-z][\w .\-]{0,40}?:?)(?:(?<=:)(?P=m)|(?P=m)(?=\s*[:=]))"
+)
+
+
+def _unmarked(text: str) -> str:
+    """``text`` with the emphasis marks around a label blanked, so "**Password:** hunter2" is
+    read as "  Password:   hunter2". Same length: every offset still points into ``text``."""
+    if "*" not in text and "_" not in text and "`" not in text:
+        return text
+    return _MARKED_LABEL.sub(lambda m: " " * len(m["m"]) + m["label"] + " " * len(m["m"]), text)
+
+
 def _candidates(text: str) -> list[tuple[int, int, int, str]]:
-    """Every (tier, start, end, label) some rule proposes, before overlaps are resolved."""
+    """Every (tier, start, end, label) some rule proposes, before overlaps are resolved. The
+    rules read the text with its Markdown label marks blanked (:func:`_unmarked`)."""
+    text = _unmarked(text)
     gates = _Gates(text)
     aligned = len(gates.lower) == len(text)  # lower() can lengthen a few characters ("İ")
     found = []
