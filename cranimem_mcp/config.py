@@ -150,6 +150,8 @@ class TemporalSettings(_Section):
         "based_in",
         "has_manager",
         "has_partner",
+        "has_age",
+        "has_job_title",
     ]
     half_life_days: float = Field(180.0, ge=0.0)
     longterm_capacity: int = Field(5000, ge=1, le=10_000_000)

@@ -27,7 +27,7 @@ from cranimem_mcp.errors import InvalidInput, StoreError
 from cranimem_mcp.extraction import linkage, syntax
 from cranimem_mcp.gate import goal as gating
 from cranimem_mcp.gate.judgment import DurableClassifier
-from cranimem_mcp.graph.store import GraphStore
+from cranimem_mcp.graph.store import GraphStore, ends_something
 from cranimem_mcp.models import (
     MAX_CONTENT,
     MAX_GOAL,
@@ -251,17 +251,15 @@ class Intake:
     ) -> list[tuple[Any, str, datetime]]:
         """Single-valued facts stated by buffer items (not linked into the graph yet), so a
         change is caught even before consolidation. Only read when the write has one."""
-        functional = self.policy.functional
-        if not any(
-            r.predicate.removeprefix("not_") in functional or r.functional for r in relations
-        ):
+        if not any(ends_something(r, self.policy.functional) for r in relations):
             return []
-        out = []
-        for item in await self.episodic.live_rows(scope, ("buffer",)):
-            for rel in linkage.quick(item.content).relations:
-                if rel.predicate in self.policy.functional:
-                    out.append((rel, item.id, item.happened_at))
-        return out
+        # Every relation: a denial or a departure may end a many-valued fact ("likes running"),
+        # and a change marks a preference single-valued ("I prefer coffee these days").
+        return [
+            (rel, item.id, item.happened_at)
+            for item in await self.episodic.live_rows(scope, ("buffer",))
+            for rel in linkage.quick(item.content).relations
+        ]
 
     async def _prepare(
         self, content: str, scope: str, goal: str, pin: bool, redacted: list[str]

@@ -7,6 +7,8 @@
 - :func:`supersession`: what stating a new value of a single-valued relation ends. Each
   other value still valid then ends then; a value that only begins later ends the new one
   when it begins (a memory of 2016 read after one of 2020).
+- :data:`DEPARTURES`: a departure from a thing ends its subject's current facts with it;
+  a denial ("not_uses yarn") ends the fact it denies, single-valued or not.
 - :func:`outdated`: a memory is outdated when it states facts and none of them is valid any
   more ("In 2014 I moved to Oslo", once the user moved on).
 - :func:`observed_at`: the event time a text states ("in March 2021", "on 2024-05-03"),
@@ -104,6 +106,22 @@ def supersession(
         elif later := [s.observed for s in v.sources if s.observed > at]:
             ends.append((new, min(later)))
     return ends
+
+
+# A departure from a thing ("I switched from vim", "we migrated from Postgres", "I left
+# Hooli") ends what its subject had with that thing ("uses vim", "works at Hooli"), whatever
+# the predicate: these are the predicates the extractor gives such verbs.
+DEPARTURES = frozenset(
+    {"switch_from", "migrate_from", "move_from", "move_off", "change_from", "leave", "quit",
+     "replace", "ditch", "abandon"}
+)  # fmt: skip
+# Facts of the past that no departure ends: "I moved from Leeds" leaves "born in Leeds".
+LASTING = frozenset({"born_in", "from", "grow_up_in", "grew_up_in", "studied_at", "visit"})
+
+
+def ended_by_departure(predicate: str) -> bool:
+    """Whether a departure from an object ends its subject's fact with this predicate."""
+    return not (predicate in DEPARTURES or predicate in LASTING or predicate.startswith("not_"))
 
 
 def outdated(source: Source, facts: Sequence[Validity], when: datetime) -> bool:

@@ -36,8 +36,8 @@ async def run(parts: list[str], show: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = eval_settings(load_settings(home=Path(tmp)), Path(tmp))
         async with MemoryEngine(settings, embedder=OnnxEmbedder(threads=1)) as engine:
-            print("| part | pairs | right | accuracy | ends right | keeps right |")
-            print("|---|---:|---:|---:|---:|---:|")
+            print("| part | pairs | right | accuracy | ends right | keeps right | after replay |")
+            print("|---|---:|---:|---:|---:|---:|---:|")
             for part in parts:
                 start = time.perf_counter()
                 pairs = supersession.load(DATA / f"supersession_{part}.json")
@@ -48,7 +48,8 @@ async def run(parts: list[str], show: bool) -> None:
                     f"| {part} | {len(outcomes)} | {sum(o.right for o in outcomes)} | "
                     f"{supersession.accuracy(outcomes):.3f} | "
                     f"{sum(o.right for o in ends)}/{len(ends)} | "
-                    f"{sum(o.right for o in keeps)}/{len(keeps)} |"
+                    f"{sum(o.right for o in keeps)}/{len(keeps)} | "
+                    f"{sum(bool(o.after_replay) for o in ends if o.right)}/{len(ends)} |"
                 )
                 if show:
                     for o in outcomes:

@@ -8,6 +8,9 @@ judged on what a caller sees:
   labels it ``previously`` (its fact comes back with ``superseded`` set);
 - **keeps**: the second reports no fact of the first as ended and recall labels none of them.
 
+Recall is read before the second write is replayed; ``after_replay`` says what recall labels
+once replay ran (it may trash a change stated in a low-utility write, and its ends with it).
+
 A pair may also list ``facts`` that must be current after both writes and ``absent`` ones that
 must not be in the graph at all (negation: "we use pnpm workspaces, not yarn" gives no
 ``not_uses pnpm workspaces``). A pair is right when all of its checks hold.
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cranimem_mcp.engine import MemoryEngine
+from cranimem_mcp.models import Fact
 
 Triple = tuple[str, str, str]
 
@@ -41,6 +45,7 @@ class Outcome:
     previously: list[Triple] = field(default_factory=list)  # the first's facts recall labels
     missing: list[Triple] = field(default_factory=list)  # expected facts not current
     present: list[Triple] = field(default_factory=list)  # facts that should not be there
+    after_replay: list[Triple] = field(default_factory=list)  # previously, once replay ran
     rejected: str = ""  # a write the gate rejected (its reason)
 
     @property
@@ -97,16 +102,22 @@ async def judge(engine: MemoryEngine, pair: Pair, scope: str) -> Outcome:
     out.reported = [
         (f.subject, f.predicate, f.object) for f in second.superseded if first.id in f.sources
     ]
-    await engine.consolidate(scope)
-    recalled = await engine.recall(pair.first, scope=scope, paths=["graph"])
-    facts = {(f.subject, f.predicate, f.object): f for f in recalled.facts}
+    facts = await _facts(engine, pair.first, scope)
     out.previously = [t for t, f in facts.items() if f.superseded and first.id in f.sources]
-    if pair.facts or pair.absent:
-        again = await engine.recall(pair.second, scope=scope, paths=["graph"])
-        facts |= {(f.subject, f.predicate, f.object): f for f in again.facts}
+    # Replay may trash the second write (a low utility): its ends go to the trash with it.
+    await engine.consolidate(scope)
+    facts = await _facts(engine, pair.first, scope)
+    out.after_replay = [t for t, f in facts.items() if f.superseded and first.id in f.sources]
+    if pair.facts or pair.absent:  # read from the graph, so once replay linked the second
+        facts |= await _facts(engine, pair.second, scope)
         out.missing = [t for t in pair.facts if t not in facts or facts[t].superseded]
         out.present = [t for t in pair.absent if t in facts]
     return out
+
+
+async def _facts(engine: MemoryEngine, query: str, scope: str) -> dict[Triple, Fact]:
+    recalled = await engine.recall(query, scope=scope, paths=["graph"])
+    return {(f.subject, f.predicate, f.object): f for f in recalled.facts}
 
 
 async def measure(engine: MemoryEngine, pairs: list[Pair], prefix: str = "pair") -> list[Outcome]:

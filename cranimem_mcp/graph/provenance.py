@@ -231,6 +231,18 @@ class Provenance:
             for s, p in pairs
         }
 
+    def related(self, pairs: Iterable[tuple[URIRef, URIRef]]) -> dict[tuple, list[tuple]]:
+        """For each (subject, object): (predicate, memory id) per active memory graph that
+        relates them."""
+        return {
+            (s, o): [
+                (p, memory_of(ctx))
+                for _s, p, _o, ctx in self._ds.quads((s, None, o, None))
+                if self.active(ctx) and is_relation(p)
+            ]
+            for s, o in pairs
+        }
+
     def forget(self) -> None:
         """Drop what is remembered (the dataset changed)."""
         self._memo_validity.clear()

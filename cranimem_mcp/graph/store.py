@@ -45,6 +45,7 @@ from cranimem_mcp.graph import rdf_io as graph_io
 from cranimem_mcp.graph.journal import JournaledDataset
 from cranimem_mcp.graph.provenance import Provenance, ended_facts, record_end
 from cranimem_mcp.graph.vocabulary import (
+    REL,
     VOCAB,
     Triple,
     ends_graph_iri,
@@ -236,17 +237,16 @@ class GraphStore:
         """Record what this memory's single-valued relations end: for each (s, p, o) with p
         functional, every other current (s, p, o') valid at ``observed_at`` ends then; if an
         (s, p, o') is newer than the memory, the memory's own fact ends when that began.
-        A denial of a single-valued fact ("not_works_at", "I no longer work at Acme") ends
-        that fact if it holds then. Adds to the memory's ``ends`` graph (idempotent).
+        A denial ("not_works_at", "I no longer work at Acme"; "not_uses yarn") ends the fact
+        it denies if it holds then; a departure ("switch_from vim", "leave Hooli":
+        :data:`~cranimem_mcp.temporal.DEPARTURES`) ends the subject's current facts with that
+        object. Adds to the memory's ``ends`` graph (idempotent).
         Returns the facts it ended.
         ``pending`` are (relation, memory id, observed) of memories not linked yet (the
         buffer): their facts count as asserted, so a change is caught before consolidation."""
         functional = set(functional)
-        if not any(
-            predicate_name(r.predicate).removeprefix("not_") in functional or r.functional
-            for r in relations
-        ):
-            return []  # nothing single-valued, nor its denial: nothing to end (most writes)
+        if not any(ends_something(r, functional) for r in relations):
+            return []  # nothing single-valued, no denial, no departure: nothing to end (most)
         return await self._locked(
             self._supersede_sync,
             scope, memory_id, relations, observed_at, functional, list(pending),
@@ -285,12 +285,34 @@ class GraphStore:
             for rel in relations
             if predicate_name(rel.predicate) in functional or rel.functional
         ]
-        # "I no longer work at Acme" (not_works_at) ends "works_at Acme", if it holds then.
+        # "I no longer work at Acme" (not_works_at) ends "works_at Acme", if it holds then;
+        # "we use pnpm, not yarn" ends "uses yarn": a denial ends its fact, many-valued or not.
         denied = [
             self._triple(scope, rel.model_copy(update={"predicate": p.removeprefix("not_")}))
             for rel in relations
-            if (p := predicate_name(rel.predicate)).startswith("not_") and p[4:] in functional
+            if (p := predicate_name(rel.predicate)).startswith("not_")
         ]
+        # "We migrated from Postgres to MySQL" ends "uses Postgres": whatever the subject had
+        # with what it left (not what stays true: "born in Leeds").
+        left = {
+            (t[0], t[2])
+            for rel in relations
+            if predicate_name(rel.predicate) in temporal.DEPARTURES
+            for t in [self._triple(scope, rel)]
+        }
+        for (s, o), values in self._reads.related(left).items():
+            denied += [
+                (s, p, o)
+                for p, mid in values
+                if mid != memory_id and temporal.ended_by_departure(str(p).removeprefix(str(REL)))
+            ]
+        denied += [
+            t
+            for t in unlinked
+            if (t[0], t[2]) in left
+            and temporal.ended_by_departure(str(t[1]).removeprefix(str(REL)))
+        ]
+        denied = list(dict.fromkeys(denied))
         stated = self._reads.stated(dict.fromkeys(t[:2] for t in single))
         candidates_of = {
             (s, p): {(s, p, o) for o, mid in values if mid != memory_id}
@@ -493,3 +515,15 @@ class GraphStore:
 
     async def turtle(self, scope: str, max_triples: int) -> str:
         return await self._locked(graph_io.turtle, self._ds, scope, max_triples)
+
+
+def ends_something(rel: Relation, functional: set[str] | frozenset[str]) -> bool:
+    """Whether stating ``rel`` may end a fact: a single-valued relation (by its predicate or
+    marked by the extractor), a denial, or a departure."""
+    p = predicate_name(rel.predicate)
+    return (
+        bool(rel.functional)
+        or p in functional
+        or p.startswith("not_")
+        or (p in temporal.DEPARTURES)
+    )
