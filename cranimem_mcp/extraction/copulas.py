@@ -29,6 +29,8 @@ from cranimem_mcp.extraction.lexicon import (
 from cranimem_mcp.extraction.verb_frames import allergy, participle, setting, subjects_of
 from cranimem_mcp.naming import canonical_name
 
+# What "my <noun> is X" names as the owner's job title.
+JOB_NOUNS = frozenset(("title", "role", "position", "designation"))
 STUDENTS = frozenset(("student", "undergrad", "undergraduate", "postdoc", "freshman",
                       "sophomore", "junior", "senior", "candidate"))  # fmt: skip
 
@@ -63,6 +65,9 @@ def copula(d: Discourse, verb: Any, subjects: list[str], neg: str) -> None:
         if child.dep_ == "attr":
             for attr in spread([child]):
                 attribute(d, named_thing(attr) or attr, subj_toks, subjects, neg)
+        elif child.dep_ == "acomp" and (age := years_old(child)):
+            for s in subjects:  # "I'm 34 years old"
+                d.relate(s, neg + "has_age", d.entity(age, "Other"))
         elif child.dep_ == "acomp":
             for adj in spread([child]):
                 if adj.pos_ in ("NOUN", "PROPN") or names_a_value(subj_toks):
@@ -81,6 +86,17 @@ def copula(d: Discourse, verb: Any, subjects: list[str], neg: str) -> None:
                             "into": "likes"}.get(word, f"be_{word}")  # fmt: skip
                 for s in subjects:
                     d.relate(s, neg + pred, d.ref(obj_tok))
+
+
+def years_old(adj: Any) -> str | None:
+    """The number of "34 years old", else None."""
+    if adj.lemma_.lower() != "old":
+        return None
+    for years in (c for c in adj.children if c.dep_ == "npadvmod" and c.lemma_ == "year"):
+        for n in years.children:
+            if n.dep_ == "nummod" and n.text.isdigit() and int(n.text) < 130:
+                return n.text
+    return None
 
 
 def names_a_value(subj_toks: list[Any]) -> bool:
@@ -137,10 +153,19 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
         if st.pos_ != "NOUN" or sowner is None or d.named_by(st) is not None:
             continue
         mods = {c.lower_ for c in st.children if c.dep_ in ("amod", "compound")}
+        # "My new dentist is ...", "My partner is now ...": the old value has ended.
+        changed = "new" in mods or any(
+            c.dep_ == "advmod" and c.lower_ == "now" for c in attr.head.children
+        )
         if mods & {"preferred", "favorite", "favourite"}:
             pred = "prefers" if "preferred" in mods else "likes"
             obj = d.ref(attr) or d.entity(d.phrase(attr) or attr.text, "Other")
             d.relate(d.ref(sowner), neg + pred, obj)
+            return
+        if st.lemma_.lower() in JOB_NOUNS and sowner.pos_ == "PRON":
+            # "My job title is data analyst", "My role is tech lead": one at a time
+            title = d.entity(d.phrase(attr) or attr.text, "Other")
+            d.relate(d.ref(sowner), neg + "has_job_title", title)
             return
         if _a_value(attr) and not is_kin_word(st.lemma_.lower()):
             # "My phone number is 555-0199", "My email is jane@example.com": the owner's,
@@ -153,7 +178,7 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
         if attr.pos_ == "PROPN" or st.lemma_.lower() in RELATION_NOUNS:
             name = d.ref(attr) or d.entity(attr.text, "Other")
             pred = RELATION_NOUNS.get(st.lemma_.lower(), f"has_{kin_of(st)}")
-            d.relate(d.ref(sowner), neg + pred, name)
+            d.relate(d.ref(sowner), neg + pred, name, changed=changed and not neg)
             if name and (attr.ent_type_ in ("PERSON", "") or st.lemma_ in KIN_NOUNS):
                 d.retype(name, "Person")
                 d.last_person = name

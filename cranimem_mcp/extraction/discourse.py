@@ -66,14 +66,23 @@ class Discourse:
             self.entities[key] = Entity(name=name.strip(), type=type_)  # type: ignore[arg-type]
         return self.entities[key].name if key in self.entities else name
 
-    def relate(self, subject: str | None, predicate: str, obj: str | None) -> None:
+    def relate(
+        self, subject: str | None, predicate: str, obj: str | None, changed: bool = False
+    ) -> None:
+        """Add a relation; ``changed`` when the sentence says its value is a new one ("my new
+        dentist is ...", "my partner is now ..."): it ends the old value (functional)."""
         if not subject or not obj or not predicate:
             return
         if canonical_name(subject) == canonical_name(obj):
             return
         self.relations.setdefault(
             (canonical_name(subject), predicate, canonical_name(obj)),
-            Relation(subject=subject, predicate=predicate, object=obj),
+            Relation(
+                subject=subject,
+                predicate=predicate,
+                object=obj,
+                functional=True if changed else None,
+            ),
         )
 
     def person(self, name: str, subject: bool = False) -> str:

@@ -203,6 +203,15 @@ def clause(d: Discourse, verb: Any) -> None:
                         d.relate(s, neg + pred, agent)
                     else:
                         d.relate(agent, neg + pred, s)
+        elif (
+            child.dep_ == "prep"
+            and child.lower_ == "of"
+            and child.i
+            and child.nbor(-1).lower_ == "instead"
+        ):
+            for obj_tok in spread([c for c in child.children if c.dep_ == "pobj"]):
+                # "use Vitest instead of Jest": the object not chosen
+                direct(d, verb, lemma, subjects, obj_tok, "" if neg else "not_")
         elif child.dep_ == "prep":
             preposition(d, lemma, child, subjects, neg)
         elif child.dep_ == "acomp":
@@ -244,6 +253,10 @@ _BARE_OBJECT_VERBS = frozenset(
 )
 
 
+# Adverbs of time that may close such a clause ("I don't like running anymore").
+_TRAILING = frozenset("anymore now again either too".split())
+
+
 def bare_object(verb: Any, lemma: str, child: Any) -> bool:
     """The one word right after a verb that takes an object, nothing hanging on it and the
     clause ending there: an object the parser tagged as something else; a gerund is the
@@ -253,7 +266,9 @@ def bare_object(verb: Any, lemma: str, child: Any) -> bool:
     deps = ("xcomp", "advmod", "acomp", "ccomp", "advcl")
     if child.dep_ not in deps or child.pos_ not in ("VERB", "ADJ"):
         return False
-    if any(c.dep_ not in ("cc", "conj") for c in child.children):  # "... and olives": spread
+    if any(
+        c.dep_ not in ("cc", "conj") and c.lower_ not in _TRAILING for c in child.children
+    ):  # "... and olives": spread; "running anymore": the activity, no longer done
         return False
     end = child.right_edge.i + 1
     return end >= len(child.doc) or child.doc[end].is_punct or child.doc[end].is_sent_start

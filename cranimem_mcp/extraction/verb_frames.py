@@ -84,6 +84,21 @@ def contrasts(obj_tok: Any) -> list[Any]:
     return out
 
 
+def instead(tok: Any) -> bool:
+    """A coordinated object after "instead of" or "rather than": the one not chosen."""
+    if tok.dep_ != "conj":
+        return False
+    doc = tok.doc
+    return any(
+        c.dep_ == "cc"
+        and c.lower_ in ("of", "than")
+        and c.i < tok.i
+        and c.i > 0
+        and doc[c.i - 1].lower_ in ("instead", "rather")
+        for c in tok.head.children
+    )
+
+
 def direct(
     d: Discourse, verb: Any, lemma: str, subjects: list[str], obj_tok: Any, neg: str
 ) -> None:
@@ -91,8 +106,9 @@ def direct(
     job's place, a pet's name, an allergy)."""
     if is_time(obj_tok):
         return
-    if any(c.dep_ == "neg" and c.i < obj_tok.i for c in obj_tok.children):
-        neg = "" if neg else "not_"  # "doesn't use npm but pnpm" read at "not npm"
+    if any(c.dep_ == "neg" and c.i < obj_tok.i for c in obj_tok.children) or instead(obj_tok):
+        # "doesn't use npm but pnpm" read at "not npm"; "uses Vitest instead of Jest"
+        neg = "" if neg else "not_"
     elif neg and any(c.lower_ in ("only", "just") for c in obj_tok.children):
         neg = ""  # "doesn't speak French, only English"
     if lemma == "prefer" and obj_tok.lemma_.lower() in MEDIA:
@@ -223,10 +239,19 @@ def preposition(
             pred = VERBS.get((lemma, word), f"{lemma}_{word}")
         if pred == "based_in" and all(d.is_person(s) for s in subjects):
             pred = "lives_in"
+        moved = pred == "lives_in" and lemma in ("move", "relocate")
+        if moved and not any(_someone(d, s) for s in subjects):
+            pred = "located_in"  # "Our office moved to Manchester"
         for s in subjects:
-            d.relate(s, neg + pred, obj)
+            # a move ends where the subject was, a person's home or an office's place
+            d.relate(s, neg + pred, obj, changed=moved and not neg)
         if obj is not None and pred in OBJECT_TYPES:
             d.retype(obj, OBJECT_TYPES[pred])
+
+
+def _someone(d: Discourse, name: str) -> bool:
+    """A person, a relative or anyone named ("Anna"), not a thing ("office")."""
+    return d.is_person(name) or name[:1].isupper() or is_kin_word(name.lower().split()[-1])
 
 
 def setting(tok: Any) -> bool:
