@@ -69,3 +69,43 @@ async def test_each_labelled_note_is_recalled_first_and_no_label_is_an_entity(op
         assert not names & LABELS, names & LABELS
         facts = [(e.source, e.predicate, e.target) for e in graph.edges]
         assert not [f for f in facts if {f[0].lower(), f[2].lower()} & LABELS], facts
+
+
+# A negation attaches to what it negates, not to the sentence's main verb or its setting.
+NEGATIONS = {
+    "Decision: we use pnpm workspaces, not yarn.": (
+        [("user", "uses", "pnpm workspaces"), ("user", "not_uses", "yarn")],
+        [("user", "not_uses", "pnpm workspaces")],
+    ),
+    "Decision: we use tabs, not spaces, in this codebase.": (
+        [("user", "uses", "tabs")],
+        [("user", "not_uses", "tabs")],
+    ),
+    "Note: we don't use Docker Compose in production.": (
+        [("user", "not_uses", "docker compose")],
+        [("user", "not_use_in", "production")],  # was: the setting denied too
+    ),
+    "Decision: releases go out on Tuesdays, not Fridays.": (
+        [],
+        [("tuesdays", "is_a", "fridays")],  # was: the contrast read as an apposition
+    ),
+    "Reminder: Ana doesn't eat pork.": ([("ana", "not_eat", "pork")], []),
+    "Note: the user doesn't drink coffee, only tea.": (
+        [("user", "drink", "tea"), ("user", "not_drink", "coffee")],
+        [("user", "not_drink", "tea")],
+    ),
+}
+
+
+async def test_a_negation_in_a_note_attaches_to_what_it_negates(open_engine):
+    async with open_engine() as engine:
+        for text in NEGATIONS:
+            assert (await engine.remember(text)).status == "stored", text
+        await engine.consolidate()
+        graph = await engine.graph_overview("default", limit=200)
+        facts = {(e.source.lower(), e.predicate, e.target.lower()) for e in graph.edges}
+        for text, (present, absent) in NEGATIONS.items():
+            assert set(present) <= facts, (text, set(present) - facts)
+            assert not set(absent) & facts, (text, set(absent) & facts)
+        names = {node.id.lower() for node in graph.nodes}
+        assert not names & LABELS, names & LABELS

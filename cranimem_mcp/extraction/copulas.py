@@ -314,6 +314,10 @@ def noun_facts(d: Discourse, noun: Any) -> None:
     """Facts a noun phrase states by itself: "Dev, a data scientist" (is_a), "Moby-Dick,
     a novel by Herman Melville" (wrote)."""
     head_tok = noun.head
+    if noun.dep_ == "appos" and any(
+        t.dep_ == "neg" for t in noun.doc[min(head_tok.i, noun.i) + 1 : noun.i]
+    ):
+        return  # "on Tuesdays, not Fridays": a contrast, not a second name for the first
     if noun.dep_ == "appos" and noun.lemma_.lower() in WORKS:
         for by in (c for c in noun.children if c.dep_ == "prep" and c.lower_ == "by"):
             for author in (c for c in by.children if c.dep_ == "pobj"):

@@ -212,7 +212,9 @@ def clause(d: Discourse, verb: Any) -> None:
             for obj_tok in spread([c for c in child.children if c.dep_ == "pobj"]):
                 # "use Vitest instead of Jest": the object not chosen
                 direct(d, verb, lemma, subjects, obj_tok, "" if neg else "not_")
-        elif child.dep_ == "prep":
+        elif child.dep_ == "prep" and not (neg and has_object):
+            # "We don't use Docker Compose in production": the denial is of the object; the
+            # place is where, not a second thing denied ("not_use_in production")
             preposition(d, lemma, child, subjects, neg)
         elif child.dep_ == "acomp":
             for adj in spread([child]):
