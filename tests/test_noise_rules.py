@@ -38,6 +38,18 @@ DURABLE = [
     "[decision] Implemented rate limiting at 100 requests/minute per user #security",
     "Decision: we use pnpm workspaces, not yarn.",
     "[8 May, 2023] Caroline: I just got back from a camping trip with my kids!",
+    # openings of the rules added for issue 40's second round
+    "I live in Berlin right now, until the lease ends in June.",
+    "I'm so tired of my job at the bank.",
+    "Our test coverage is at 80% and must stay above it.",
+    "Here's my resume: eight years as a data engineer at Acme.",
+    "Done with my thesis at last, I defend on May 3.",
+    "Reading is my favourite way to unwind.",
+    "Use tabs, not spaces, in this codebase.",
+    "Keep answers short, I read these on my phone.",
+    "I couldn't find a flat in Lyon, so I moved to Grenoble.",
+    "User wants to learn Japanese before the trip to Osaka.",
+    "Wow, what a year: I got married and moved to Porto!",
 ]
 
 NOISE = {
@@ -60,6 +72,21 @@ NOISE = {
     '{"order_id": 88123, "status": "shipped", "carrier": "DHL"}': "tool output",
     "User greeted": "interaction note",
     "User's favorite color is unknown": "interaction note",
+    "Aww, congrats, so proud of you!": "pleasantry",
+    "Hmm, let me think about it.": "pleasantry",
+    "Ooh, what kind of bread?": "question",
+    "Shorten this tweet to under 280 characters.": "request",
+    "Just for this chat, answer in haiku.": "request",
+    "User wants this reply in bullet points.": "interaction note",
+    "Here's the revised version of your cover letter.": "narration",
+    "Done — I renamed the three files as you asked.": "narration",
+    "Running the test suite now.": "narration",
+    "I couldn't find any results for that.": "narration",
+    "The server is down right now.": "status",
+    "My laptop battery is at 8%.": "status",
+    "im so tired today": "status",
+    "Process exited with code 137": "tool output",
+    "===== 3 failed, 41 passed, 2 skipped in 2.31s =====": "tool output",
 }
 
 

@@ -72,7 +72,14 @@ _PLEASANT = frozenset(
     sorry apologies confusion earlier interesting moving on fair enough ha happy help with
     thing point hadn't thought of way huge today hope weekend let me know if there's
     anything else can i do mate total totally needed what just question next that's at
-    you've a an really""".split()
+    you've a an really
+    aww awww congratulations congrats proud same agree adorable beautiful classic typo go
+    ahead lifesaver omg honestly wait hilarious incredible luck ooh oops ahh ta whoa ouch yum
+    yay impressive exciting excited relief goodness deserved deserve brave smart fancy
+    admirable thoughtful sweet cute love best hehe heh yikes oof phew hugs hug cheering
+    rooting congratulate sounds like fun lucky glad hear news well done patience late reply
+    kind wise wonderful hmm hmmm think mull over hold on thought not yet don't know maybe
+    something check sec quick about""".split()
 )
 _GREETING = re.compile(
     r"^(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))[\s,]+[A-Z][\w'’-]*[\s!.]*$",
@@ -81,7 +88,8 @@ _GREETING = re.compile(
 # A question with no statement before it; "remember" and "remind" are caught by _DURABLE.
 _QUESTION_START = re.compile(
     r"^(?:what|what's|whats|where|where's|when|who|who's|whom|whose|which|why|how|is|are|"
-    r"am|was|were|do|does|did|can|could|would|should|will|shall|have|has|may|might)\b",
+    r"am|was|were|do|does|did|can|could|would|should|will|shall|have|has|may|might|"
+    r"any|got any)\b",
     re.IGNORECASE,
 )
 _REQUEST = re.compile(
@@ -152,6 +160,100 @@ _STATUS = re.compile(
     r"hungry|tired|a bit tired|a little confused|feeling a bit|pretty wiped)\b",
     re.IGNORECASE,
 )
+# Words that tie a status to this moment: "The server is down right now", "eating lunch atm".
+_MOMENT = re.compile(
+    r"\b(?:right now|at the moment|atm|rn|as we speak|at present|for a sec|one sec)\b",
+    re.IGNORECASE,
+)
+# Verbs of a state that lasts beyond the moment it is said in: "I live in Berlin at the
+# moment" is where the user lives.
+_LASTING = re.compile(
+    r"\b(?:live|lives|living|work|works|study|studies|studying|based|stay|staying|dating|"
+    r"married|engaged|pregnant|own|owns|have|has|use|uses|using|my \w+ is)\b",
+    re.IGNORECASE,
+)
+# How one feels this moment, and nothing else: "im so tired today", "Feeling a bit meh".
+_MOOD = re.compile(
+    r"^(?:(?:ugh|lol|hmm|phew|eh|ahh|ok|yawn|honestly|so)[,!.]?\s+)*(?:i'?m |i am |im |feeling |"
+    r"still |just )?(?:so |really |a bit |kinda |kind of |a little |just |honestly |pretty |"
+    r"totally |half )*(?:tired|sleepy|bored|hungry|starving|exhausted|knackered|distracted|"
+    r"grumpy|stressed|full|sluggish|lazy|meh|asleep|wiped|fried|overwhelmed|tipsy|cold|"
+    r"hot|awake|waking up)\b(?:[\s,]*(?:today|tonight|this (?:morning|afternoon|evening)|"
+    r"right now|now|already|again|lol|haha|honestly|ugh|though|that's all|long day|sorry))*"
+    r"[\s.!?]*$",
+    re.IGNORECASE,
+)
+# Words that limit a request to this once: "just this once", "for this reply only".
+_THIS_ONCE = re.compile(
+    r"\b(?:just this once|this one time|(?:only |just )?for this (?:reply|answer|one|chat|"
+    r"conversation|email|message|draft|report|assignment|commit message|response|session)"
+    r"(?: only)?|in this (?:reply|answer|response|message))\b",
+    re.IGNORECASE,
+)
+# A device's or a job's state this moment: "My laptop battery is at 8%", "The deploy is at
+# 60%", "the wifi keeps dropping".
+_GAUGE = re.compile(
+    r"\b(?:battery(?:'s| is)|phone(?:'s| is)) (?:at \d+ ?%|about to die|dying)|"
+    r"\b(?:deploy|deployment|download|upload|build|install|migration|sync|backup|export|"
+    r"import|disk usage|cpu|queue)\b[^.]{0,30}\b(?:is|'s) (?:at \d+ ?%|about halfway(?: done)?|"
+    r"halfway (?:done|through))|"
+    r"\bkeeps? (?:dropping|cutting out|freezing|timing out|disconnecting|crashing)\b",
+    re.IGNORECASE,
+)
+# A one-off edit of the thing at hand: an imperative whose object is "this" or "these"
+# ("Shorten this tweet", "Use metric units in this recipe", "Redo that last answer"); never a
+# codebase, a repository or a project, whose conventions last.
+_DEICTIC_EDIT = re.compile(
+    r"^(?:(?:please|pls|just|now|ok|okay|so|quickly)[,!]?\s+)*(?:shorten|rewrite|redo|"
+    r"regenerate|reorder|sort|merge|split|fix|undo|revert|delete|remove|add|make|put|use|skip|"
+    r"leave|drop|keep|respond|reply|answer|write|turn|bold|swap|round|pull|pick|read|try|send|"
+    r"ignore|bump|indent|disable|switch|comment|run|check|explain|compare|outline|draft|"
+    r"cut|tighten|trim|simplify|reformat|format|translate|summari[sz]e|proofread|convert|"
+    r"rename|highlight|move|replace|regenerate|expand|condense)\b[^,;.]*?"
+    r"\b(?:(?:this|these|those)\b(?! (?:codebase|repo|repository|project|team|company|org)\b)|"
+    r"(?:that|the|my) (?:last|previous)\b)",
+    re.IGNORECASE,
+)
+# A request reported about the exchange: "User wants this reply in bullet points".
+_REQUESTED = re.compile(
+    r"^(?:the )?(?:user|assistant) (?:was asked|asked me|asked to|wants|wanted|requested)\b"
+    r"[^.]*\b(?:this|today'?s?|tonight'?s?|the last|that last|quick|for now)\b",
+    re.IGNORECASE,
+)
+# What the assistant hands over: "Here's the revised version", "Below is a comparison table".
+_HANDOVER = re.compile(
+    r"^(?:(?:sure|ok|okay|great|alright|done|sorry)[,!.—-]?\s+(?:[^.!?]{0,40}[—-]\s*)?)*"
+    r"(?:here(?:'s| is| are)|below (?:is|are)|above (?:is|are))\b"
+    r"(?! my\b| the user'?s\b| some\b| what\b| how\b)",  # "Here's my resume": the user's
+    re.IGNORECASE,
+)
+# Work the assistant is doing this moment, said without a subject: "Running the test suite
+# now.", "Searching the codebase for usages of parseConfig.", "Calculating the tip now..."
+_WORKING = re.compile(
+    r"^(?:(?:ok|okay|now|next|first|then|alright)[,!.]?\s+)*(?:re-?)?(?:running|searching|"
+    r"reading|looking (?:at|into|through)|applying|checking|spinning up|generating|compiling|"
+    r"rebuilding|building|installing|restarting|calculating|opening|scanning|fetching|"
+    r"analy[sz]ing|reviewing|testing|deploying|downloading|uploading|refactoring|rewriting|"
+    r"drafting|debugging|grepping|linting|formatting|moving on to)\b",
+    re.IGNORECASE,
+)
+_WORK_THING = re.compile(
+    r"(?:\bnow[.!]*$|\b(?:whether|why|if)\b|\.\.\.$|…$|\bthis may take\b|"
+    r"\b(?:tests?|suite|linter|build|patch|branch|"
+    r"pr|pull request|commit|files?|folder|repo|codebase|code|script|logs?|config|server|"
+    r"container|image|migration|dependencies|package|readme|pdf|spreadsheet|csv|cache|"
+    r"endpoint|functions?|module|variable|imports|stack trace|error|bug|notes you|your)\b)",
+    re.IGNORECASE,
+)
+# "Done — I renamed the file", "Done, the file has been renamed."
+_DONE = re.compile(r"^(?:ok(?:ay)?[,!]?\s+)?done\s*[—:,!-]", re.IGNORECASE)
+# "I couldn't find any results for that.", "I wasn't able to access that URL"
+_COULD_NOT = re.compile(
+    r"^(?:sorry,? )?i (?:couldn'?t|could not|wasn'?t able to|was unable to|can'?t) (?:find|open|"
+    r"reach|access|reproduce|load|locate|fetch|connect)\b.*\b(?:any|that|those|your|the "
+    r"(?:file|page|url|api|attachment|server|link))\b",
+    re.IGNORECASE,
+)
 _OUTPUT_LINE = re.compile(
     r"^(?:[d-][rwxst-]{9}[@+.]?\s|total \d+$|[0-9a-f]{7,40} |[\w./-]+:\d+:|\$ |>>> |"
     r"Traceback \(most recent call last\)|\s+File \".*\", line \d+|"
@@ -162,6 +264,21 @@ _OUTPUT_START = re.compile(
     r"HTTP/\d|exit status \d+$|=+ test session starts|Collecting \S+\s+Downloading|"
     r"On branch \S+|Terraform will perform|Filesystem\s+Size|NAME\s+READY\s|[✓✗] |"
     r"\s*id\s+\|\s|\d{1,3}(?:\.\d{1,3}){3} - - \[|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2} )"
+)
+# A status line a tool or a service printed: an exit, a crash, a test tally, a build, a diff,
+# a download, a device's or a service's notice ("Order #48213 confirmed", "Timer finished").
+_STATUS_LINE = re.compile(
+    r"^(?:exit code \d+|process exited with code \d+|segmentation fault|killed: \d+|"
+    r"HTTP \d{3}\b|npm (?:WARN|ERR)|fatal: |FAILED |PASS |(?-i:[A-Z]\w*(?:Error|Exception)): |"
+    r"Uncaught \w+|\d+ (?:passed|failed)\b|=+ [^=]+ =+$|build (?:succeeded|failed)|"
+    r"coverage: \d[\d.]*%|diff --git|--- a/|step \d+/\d+ :|==> |compiling \S+ v\d|"
+    r"container id\b|ping \d|\d+ bytes from|timer finished|alarm (?:dismissed|set for)|"
+    r"order #?\S+ (?:confirmed|shipped)|reminder created:|sync complete|error \d{3}:|"
+    r"\[weather\]|delivery slot|no new (?:messages|emails|notifications)|search results:|"
+    r"exchange rate|bluetooth: |uploaded \d+ |payment of \S+ .* processed|route: \d|"
+    r"flight \w+ status:|package status:|your (?:driver|ride|order|package) .* arriving|"
+    r"\w+(?:,\w+){2,}\s+\S+,)",
+    re.IGNORECASE,
 )
 _INTERACTION = re.compile(
     r"^(?:the )?user (?:greeted|said (?:yes|no|hi|hello|thanks|thank you|ok|okay|goodbye|bye)|"
@@ -207,19 +324,17 @@ def noise(text: str) -> Noise | None:
         return Noise("tool output", "lines a command printed")
     if _OUTPUT_START.match(stripped) or _json(stripped):
         return Noise("tool output", "what a command or an API printed")
+    if _STATUS_LINE.match(stripped) and len(words) <= 60:
+        return Noise("tool output", "a status line a tool or a service printed")
     if len(words) > 40:  # a long text states something, whatever its first words
         return None
     sentences = _sentences(stripped)
-    if _INTERACTION.search(stripped) and len(sentences) == 1:
+    if (_INTERACTION.search(stripped) or _REQUESTED.match(stripped)) and len(sentences) == 1:
         return Noise("interaction note", "a note about the exchange, not about anyone")
     # Why at most 14 words: a longer question carries its asker's facts ("... keep my living
     # room dust-free, with a cat that sheds a lot?": LongMemEval evidence).
-    if (
-        len(sentences) == 1
-        and len(words) <= 14
-        and stripped.endswith("?")
-        and _QUESTION_START.match(stripped)
-    ):
+    asked = _asked(sentences)
+    if asked and len(_words(asked)) <= 14 and _QUESTION_START.match(asked):
         return Noise("question", "a question: it asks, it states nothing")
     if (
         (_REQUEST.match(stripped) or _ONCE.match(stripped))
@@ -227,13 +342,46 @@ def noise(text: str) -> Noise | None:
         and not (_first_person_fact(stripped))
     ):
         return Noise("request", "a one-off request to the assistant")
+    if _THIS_ONCE.search(stripped) and len(words) <= 30 and not _first_person_fact(stripped):
+        return Noise("request", "a request for this once")
+    if (
+        _DEICTIC_EDIT.match(stripped)
+        and len(words) <= 25
+        and len(sentences) <= 2
+        and not _first_person_fact(stripped)
+    ):
+        return Noise("request", "a one-off request about the text at hand")
     if _NARRATION.match(stripped) and len(words) <= 30:
         return Noise("narration", "the assistant narrating its own work")
     if _REPORT.match(stripped) and len(words) <= 30:
         return Noise("narration", "the assistant reporting its own work")
-    if _STATUS.search(stripped) and len(words) <= 16:
+    if (_HANDOVER.match(stripped) or _DONE.match(stripped)) and len(words) <= 20:
+        return Noise("narration", "the assistant handing over its work")
+    if _WORKING.match(stripped) and _WORK_THING.search(stripped) and len(words) <= 20:
+        return Noise("narration", "the assistant narrating its own work")
+    if _COULD_NOT.match(stripped) and len(words) <= 25:
+        return Noise("narration", "the assistant reporting what it could not do")
+    moment = _STATUS.search(stripped) or _GAUGE.search(stripped)
+    moment = moment or (_MOMENT.search(stripped) and not _LASTING.search(stripped))
+    if moment and len(words) <= 16:
         return Noise("status", "a status of the moment")
+    if _MOOD.match(stripped) and len(words) <= 12:
+        return Noise("status", "how someone feels this moment")
     return None
+
+
+def _asked(sentences: list[str]) -> str | None:
+    """The question of a text that is one question, without the interjections before it
+    ("Ooh, what kind of bread?"); else None. A question after an exclamation ("Wow! What got
+    you into running?") is kept: in LoCoMo such turns are evidence."""
+    if len(sentences) != 1 or not sentences[0].endswith("?"):
+        return None
+    question = sentences[0]
+    while (m := re.match(r"((?:[^\W\d_]+(?:['’]\w+)?\s?){1,3}),\s+", question)) and all(
+        w in _PLEASANT for w in _words(m[1])
+    ):
+        question = question[m.end() :]
+    return question
 
 
 _FIRST_PERSON_FACT = re.compile(
