@@ -86,7 +86,7 @@ def main() -> None:
     args = ap.parse_args()
     print("| set | durable kept | noise dropped | writes |\n|---|---:|---:|---:|")
     wrong = []
-    per_kind: dict[str, Counter] = defaultdict(Counter)
+    per_kind: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for name, items in labelled(args.test).items():
         kept = dropped = n_keep = n_drop = 0
         for text, keep, kind in items:
@@ -94,8 +94,8 @@ def main() -> None:
             if keep:
                 n_keep += 1
                 kept += hit is None
-                per_kind[kind]["n"] += 1
-                per_kind[kind]["kept"] += hit is None
+                per_kind[name, kind]["n"] += 1
+                per_kind[name, kind]["kept"] += hit is None
                 if hit is not None:
                     wrong.append((name, "lost", kind, hit.rule, text))
             else:
@@ -107,6 +107,10 @@ def main() -> None:
             f"| {name} | {kept / max(1, n_keep):.3f} ({kept}/{n_keep}) | "
             f"{dropped / max(1, n_drop):.3f} ({dropped}/{n_drop}) | {len(items)} |"
         )
+    print("\n| set | kind | durable kept |\n|---|---|---:|")
+    for (name, kind), c in sorted(per_kind.items()):
+        if name != "ours, tuning part":  # its many kinds: see --show
+            print(f"| {name} | {kind} | {c['kept'] / c['n']:.3f} ({c['kept']}/{c['n']}) |")
     print("\n| conversation set | turns rejected | evidence turns rejected |\n|---|---:|---:|")
     for name, (every, evidence) in conversations().items():
         rej = [t for t in every if noise(t[t.find("] ") + 2 :] if t.startswith("[") else t)]
