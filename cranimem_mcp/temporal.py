@@ -109,19 +109,28 @@ def supersession(
 
 
 # A departure from a thing ("I switched from vim", "we migrated from Postgres", "I left
-# Hooli") ends what its subject had with that thing ("uses vim", "works at Hooli"), whatever
-# the predicate: these are the predicates the extractor gives such verbs.
+# Hooli") ends what its subject had with that thing ("uses vim", "works at Hooli"): these are
+# the predicates the extractor gives such verbs. A change of tool or place ends any fact with
+# it; "leave" and "quit" only a place, a job, a membership or a habit ("I left Caroline a
+# message" ends no friendship).
 DEPARTURES = frozenset(
     {"switch_from", "migrate_from", "move_from", "move_off", "change_from", "leave", "quit",
      "replace", "ditch", "abandon"}
+)  # fmt: skip
+_LEFT_ONLY = frozenset(
+    {"works_at", "lives_in", "based_in", "located_in", "member_of", "studies_at", "plays_for",
+     "attends", "uses", "drink", "eat", "smoke", "play"}
 )  # fmt: skip
 # Facts of the past that no departure ends: "I moved from Leeds" leaves "born in Leeds".
 LASTING = frozenset({"born_in", "from", "grow_up_in", "grew_up_in", "studied_at", "visit"})
 
 
-def ended_by_departure(predicate: str) -> bool:
-    """Whether a departure from an object ends its subject's fact with this predicate."""
-    return not (predicate in DEPARTURES or predicate in LASTING or predicate.startswith("not_"))
+def ended_by_departure(departure: str, predicate: str) -> bool:
+    """Whether a departure (one of :data:`DEPARTURES`) from an object ends its subject's fact
+    with this predicate."""
+    if predicate in DEPARTURES or predicate in LASTING or predicate.startswith("not_"):
+        return False
+    return departure not in ("leave", "quit") or predicate in _LEFT_ONLY
 
 
 def outdated(source: Source, facts: Sequence[Validity], when: datetime) -> bool:

@@ -109,6 +109,34 @@ async def test_a_denial_ends_the_fact_it_denies(open_engine, linked):
         assert ("User", "works_at", "Acme Robotics") in triples(result.facts)  # kept, ended
 
 
+async def test_a_departure_ends_what_was_left_and_only_that(open_engine):
+    """ "We migrated from Postgres" ends "uses Postgres" and "I moved from Leeds" ends the home
+    there, not the birthplace; "I left Caroline a message" ends no friendship, and "I prefer
+    metric units" no other preference. A denial ends a many-valued fact too."""
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        for text in [
+            "We use Postgres.",
+            "I was born in Leeds.",
+            "I live in Leeds.",
+            "My friend Caroline lives in Boston.",
+            "I like running.",
+        ]:
+            await engine.remember(text, goal=LIFE)
+        await engine.consolidate()
+        migrated = await engine.remember("We migrated from Postgres to MySQL.", goal=LIFE)
+        moved = await engine.remember("I moved from Leeds to York.", goal=LIFE)
+        message = await engine.remember("I left Caroline a message.", goal=LIFE)
+        stopped = await engine.remember("I don't like running anymore.", goal=LIFE)
+        assert triples(migrated.superseded) == {("User", "uses", "Postgres")}
+        assert triples(moved.superseded) == {("User", "lives_in", "Leeds")}
+        assert triples(message.superseded) == set()
+        assert triples(stopped.superseded) == {("User", "likes", "running")}
+        await engine.consolidate()
+        result = await engine.recall("Where was I born and who are my friends?", paths=["graph"])
+        current = triples(result.facts, current_only=True)
+        assert {("User", "born_in", "Leeds"), ("User", "has_friend", "Caroline")} <= current
+
+
 async def test_the_current_value_is_mentioned_before_an_outdated_memory(open_engine):
     # MiniLM puts "mint tea" nearer to "drink" than "matcha": the outdated memory scores
     # higher even at half weight. A reader going top down must meet the current value first

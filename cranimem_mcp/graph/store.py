@@ -295,22 +295,21 @@ class GraphStore:
         # "We migrated from Postgres to MySQL" ends "uses Postgres": whatever the subject had
         # with what it left (not what stays true: "born in Leeds").
         left = {
-            (t[0], t[2])
+            (t[0], t[2]): p
             for rel in relations
-            if predicate_name(rel.predicate) in temporal.DEPARTURES
+            if (p := predicate_name(rel.predicate)) in temporal.DEPARTURES
             for t in [self._triple(scope, rel)]
         }
+
+        def ends_on_leaving(pair: tuple[URIRef, URIRef], p: URIRef) -> bool:
+            return temporal.ended_by_departure(left[pair], str(p).removeprefix(str(REL)))
+
         for (s, o), values in self._reads.related(left).items():
             denied += [
-                (s, p, o)
-                for p, mid in values
-                if mid != memory_id and temporal.ended_by_departure(str(p).removeprefix(str(REL)))
+                (s, p, o) for p, mid in values if mid != memory_id and ends_on_leaving((s, o), p)
             ]
         denied += [
-            t
-            for t in unlinked
-            if (t[0], t[2]) in left
-            and temporal.ended_by_departure(str(t[1]).removeprefix(str(REL)))
+            t for t in unlinked if (t[0], t[2]) in left and ends_on_leaving((t[0], t[2]), t[1])
         ]
         denied = list(dict.fromkeys(denied))
         stated = self._reads.stated(dict.fromkeys(t[:2] for t in single))
