@@ -46,11 +46,15 @@ from cranimem_mcp.intake import Intake, IntakePolicy
 from cranimem_mcp.models import (
     ENTITY_FACTS,
     GRAPH_NODES,
+    MAX_CONTENT,
     MAX_ENTITY,
     MAX_GOAL,
     MAX_IDS,
     MAX_INSPECT,
     MAX_PAGE,
+    MAX_SOURCE,
+    MAX_TAG,
+    MAX_TAGS,
     ConsolidationReport,
     EntityView,
     ForgetResult,
@@ -76,6 +80,7 @@ from cranimem_mcp.validation import (
     check_ids,
     check_scope,
     check_text,
+    check_time,
 )
 
 logger = logging.getLogger(__name__)
@@ -298,7 +303,15 @@ class MemoryEngine:
         said_at: str | datetime | None = None,
     ) -> RememberResult:
         """Gate a write and store it in the scope's buffer (see :mod:`.intake`)."""
-        return await self._intake.remember(content, scope, goal, source, tags, pin, said_at)
+        content = check_text("content", content, MAX_CONTENT)
+        said = check_time(said_at, "said_at") if said_at is not None else None
+        scope = check_scope(scope)
+        goal = check_text("goal", goal, MAX_GOAL) if goal is not None else None
+        source = check_text("source", source, MAX_SOURCE) if source is not None else None
+        tags = [check_text("tag", t, MAX_TAG) for t in (tags or [])]
+        if len(tags) > MAX_TAGS:
+            raise InvalidInput(f"at most {MAX_TAGS} tags")
+        return await self._intake.admit(content, scope, goal, source, tags, pin, said)
 
     # --- replay and consolidation ----------------------------------------------------------
 

@@ -7,6 +7,8 @@ The embedding, gate and tags run outside the scope lock, so a slow model call ne
 up other writes; the lock covers check-again-and-insert (and a transcript turn's embedding
 with the write before it, :mod:`.threads`, which needs that write settled). Collaborators
 are handed in by the engine; the settings values it works by are an :class:`IntakePolicy`.
+The operation itself (its signature, defaults and argument checks) is the engine's
+``remember``: :meth:`Intake.admit` takes what that door let through.
 """
 
 from __future__ import annotations
@@ -23,17 +25,12 @@ from cranimem_mcp.backends.llm import Tagger
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.conversation.threads import Thread
 from cranimem_mcp.coordination import ScopeLocks, StateKeeper
-from cranimem_mcp.errors import InvalidInput, StoreError
+from cranimem_mcp.errors import StoreError
 from cranimem_mcp.extraction import linkage, syntax
 from cranimem_mcp.gate import goal as gating
 from cranimem_mcp.gate.judgment import DurableClassifier
 from cranimem_mcp.graph.store import GraphStore, ends_something
 from cranimem_mcp.models import (
-    MAX_CONTENT,
-    MAX_GOAL,
-    MAX_SOURCE,
-    MAX_TAG,
-    MAX_TAGS,
     BufferInfo,
     Memory,
     RememberResult,
@@ -42,14 +39,7 @@ from cranimem_mcp.models import (
 from cranimem_mcp.replay.consolidator import Consolidator
 from cranimem_mcp.secrets import guard as redaction
 from cranimem_mcp.temporal import observed_at
-from cranimem_mcp.validation import (
-    check_scope,
-    check_text,
-    check_time,
-    content_hash,
-    new_id,
-    now,
-)
+from cranimem_mcp.validation import content_hash, new_id, now
 
 logger = logging.getLogger(__name__)
 
@@ -104,38 +94,33 @@ class Intake:
     async def _goal_vector(self, goal: str) -> np.ndarray:
         return (await self.cached.embed([goal]))[0]
 
-    async def remember(
-        self,
-        content: str,
-        scope: str = "default",
-        goal: str | None = None,
-        source: str | None = None,
-        tags: list[str] | None = None,
-        pin: bool = False,
-        said_at: str | datetime | None = None,
-    ) -> RememberResult:
-        result = await self._remember(content, scope, goal, source, tags, pin, said_at)
-        await self.consolidator.maintain_inline()  # outside the scope lock, as a run takes it
-        return result
-
-    async def _remember(
+    async def admit(
         self,
         content: str,
         scope: str,
         goal: str | None,
         source: str | None,
-        tags: list[str] | None,
+        tags: list[str],
         pin: bool,
-        said_at: str | datetime | None = None,
+        said: datetime | None = None,
     ) -> RememberResult:
-        content = check_text("content", content, MAX_CONTENT)
-        said = check_time(said_at, "said_at") if said_at is not None else None
-        scope = check_scope(scope)
-        goal = check_text("goal", goal, MAX_GOAL) if goal is not None else None
-        source = check_text("source", source, MAX_SOURCE) if source is not None else None
-        tags = [check_text("tag", t, MAX_TAG) for t in (tags or [])]
-        if len(tags) > MAX_TAGS:
-            raise InvalidInput(f"at most {MAX_TAGS} tags")
+        """Gate one write and store it (or merge it, or reject it), then keep the buffer's
+        bound. The arguments are the engine's ``remember``'s, already checked at its door
+        (``said``: its ``said_at``)."""
+        result = await self._admit(content, scope, goal, source, tags, pin, said)
+        await self.consolidator.maintain_inline()  # outside the scope lock, as a run takes it
+        return result
+
+    async def _admit(
+        self,
+        content: str,
+        scope: str,
+        goal: str | None,
+        source: str | None,
+        tags: list[str],
+        pin: bool,
+        said: datetime | None,
+    ) -> RememberResult:
         capacity = self.policy.capacity
         # The secrets guard comes before everything else, pin included: from here on no
         # credential is embedded, logged, stored or sent to a model.
