@@ -27,11 +27,12 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from cranimem_mcp.errors import ConfigError
 
 MIN_TOKEN_LENGTH = 16  # characters of CRANIMEM_TOKEN
-# How long our HTTP servers (`serve --transport http`, a sharing owner's /rpc) keep an idle
-# connection open. Longer than any client's pool keeps one (httpx and so the MCP SDK: 5 s;
-# Go: 90 s), so the client always drops an idle connection first. At uvicorn's default, 5 s,
-# the server could close a connection just as the client reused it: the request then failed
-# with "Server disconnected", which ends a whole MCP client session (tests/replicas.py).
+# How long our HTTP servers (`serve --transport http`, a sharing owner's loopback endpoint)
+# keep an idle connection open. Longer than any client's pool keeps one (httpx and so the MCP
+# SDK: 5 s; Go: 90 s), so the client always drops an idle connection first. At uvicorn's
+# default, 5 s, the server could close a connection just as the client reused it: the
+# request then failed with "Server disconnected", which ends a whole MCP client session
+# (tests/replicas.py).
 HTTP_KEEP_ALIVE_SECONDS = 120
 
 DEFAULT_GOAL = (

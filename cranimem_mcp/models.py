@@ -19,7 +19,7 @@ MEMORY_ID_RE = re.compile(MEMORY_ID_PATTERN)
 
 # The bounds of what callers may pass, in one place: the MCP tools' signatures declare them
 # (the SDK validates them against the input schema) and the engine checks them again for
-# every other caller (the CLI, the owner's RPC, the inspector).
+# every other caller (the CLI, the owner's endpoint for bridges, the inspector).
 MAX_CONTENT = 32_000  # characters of a memory or a query
 MAX_TAGS = 32  # tags per memory
 MAX_TAG = 64  # characters per tag

@@ -3,15 +3,17 @@ once as a :class:`typing.Protocol`.
 
 Two classes implement it: :class:`~cranimem_mcp.engine.MemoryEngine` in the process that
 owns the data directory, and :class:`~cranimem_mcp.sharing.remote.RemoteEngine` in a process that
-bridges to the owner over its loopback RPC. :class:`~cranimem_mcp.sharing.handle.EngineHandle`,
-which the faces hold, forwards each operation to whichever of the two is current. The RPC's
-operation list, the way it decodes results and the handle's methods are all derived from
-:class:`MemoryService` (:data:`OPERATIONS`, :func:`result_adapter`), so a new operation is
-added here and in the engine, and nowhere else by hand; ``tests/test_service.py`` compares
-the signatures.
+bridges to the owner over MCP. :class:`~cranimem_mcp.sharing.handle.EngineHandle`, which the
+faces hold, forwards each operation to whichever of the two is current. The owner's endpoint
+(one MCP tool per operation, :mod:`cranimem_mcp.server.owner`), the bridge's client and the
+handle are all made from :class:`MemoryService` (:data:`OPERATIONS`, :func:`forwarding`,
+:func:`result_adapter`), so a new operation is written here and in the engine (and as a
+public tool if the model should have it), and nowhere else; ``tests/test_service.py``
+compares the signatures.
 
-Arguments are keyword-only: they cross the RPC as a JSON object, by name. Bad input is an
-:class:`~cranimem_mcp.errors.InvalidInput` from the engine, whichever face called.
+Arguments are keyword-only: they cross to the owner as a JSON object, by name. The engine
+checks them (bad input is an :class:`~cranimem_mcp.errors.InvalidInput`), whichever face
+called and wherever it runs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import cache
-from typing import Any, Protocol, get_type_hints, runtime_checkable
+from typing import Any, Protocol, TypeVar, get_type_hints, runtime_checkable
 
 from pydantic import TypeAdapter
 
@@ -160,7 +162,7 @@ class MemoryService(Protocol):
         ...
 
 
-# The operations, in the order above: what the RPC serves and the handle forwards.
+# The operations, in the order above: what the owner serves bridges and the handle forwards.
 OPERATIONS: tuple[str, ...] = tuple(
     name for name, fn in vars(MemoryService).items() if inspect.iscoroutinefunction(fn)
 )
@@ -171,7 +173,7 @@ READ_ONLY = frozenset(
      "recent_memories", "graph_overview", "entity_neighbourhood"}
 )  # fmt: skip
 
-# Parameters that cannot cross the RPC (a callback).
+# Parameters that cannot cross to another process (a callback).
 LOCAL_ONLY = frozenset({"progress"})
 
 
@@ -181,6 +183,43 @@ def signature(name: str) -> inspect.Signature:
 
 
 @cache
+def returns(name: str) -> Any:
+    """The operation's return type, as its annotation says."""
+    return get_type_hints(getattr(MemoryService, name))["return"]
+
+
+@cache
 def result_adapter(name: str) -> TypeAdapter[Any]:
     """Validates (and dumps) the operation's result, as its return annotation says."""
-    return TypeAdapter(get_type_hints(getattr(MemoryService, name))["return"])
+    return TypeAdapter(returns(name))
+
+
+C = TypeVar("C", bound=type)
+
+
+def forwarding(cls: C) -> C:
+    """Give ``cls`` every operation of :class:`MemoryService`, each a call to
+    ``cls.call(name, /, **params)`` (positional-only: an operation has a ``name`` parameter)
+    with the Protocol's signature (checked at the call: a wrong argument is a ``TypeError``
+    here, not in another process), annotations and docstring. A class that forwards
+    operations (the handle the faces hold, the bridge's client) writes none of them out; a
+    type checker is told with ``cast(MemoryService, ...)``."""
+    for name in OPERATIONS:
+        setattr(cls, name, _forward(cls.__name__, name))
+    return cls
+
+
+def _forward(owner: str, name: str) -> Callable[..., Awaitable[Any]]:
+    protocol = getattr(MemoryService, name)
+    sig = inspect.signature(protocol)
+
+    async def operation(self: Any, **params: Any) -> Any:
+        sig.bind(self, **params)
+        return await self.call(name, **params)
+
+    operation.__name__ = name
+    operation.__qualname__ = f"{owner}.{name}"
+    operation.__doc__ = protocol.__doc__
+    operation.__annotations__ = dict(protocol.__annotations__)
+    operation.__signature__ = sig  # type: ignore[attr-defined]
+    return operation

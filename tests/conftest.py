@@ -30,6 +30,7 @@ from servers import (  # noqa: E402, F401
     serve_cmd,
     server_env,
     stdio_params,
+    uvicorn_task,
     uvicorn_thread,
 )
 
@@ -130,6 +131,25 @@ async def connected(open_engine: Callable[..., Any], **sections: dict[str, Any])
         server = build_server(engine.settings, engine=engine)
         async with Client(server, cache=None) as client:
             yield client, engine
+
+
+@asynccontextmanager
+async def bridged(engine: MemoryEngine, token: str = "t" * 32):
+    """``async with bridged(engine) as remote:`` the bridge's client (a connected
+    ``RemoteEngine``) on the owner's MCP endpoint over ``engine``, served on loopback."""
+    from cranimem_mcp.server.owner import owner_app
+    from cranimem_mcp.sharing.remote import RemoteEngine
+
+    async def service() -> MemoryEngine:
+        return engine
+
+    async with uvicorn_task(owner_app(service, token)) as port:
+        remote = RemoteEngine(port, token)
+        try:
+            await remote.connect()
+            yield remote
+        finally:
+            await remote.aclose()
 
 
 TOKEN = "test-token-" + "x" * 24  # the bearer token of the `http_server` fixture

@@ -1,6 +1,7 @@
 """Servers for tests, written once: the argv and environment of a `cranimem-mcp serve`
 subprocess, a subprocess that is handed over only once it answers (and is always stopped),
-an ASGI app served by uvicorn in a thread (the fake Ollama, the real-model server), and an
+an ASGI app served by uvicorn in a thread (the fake Ollama, the real-model server) or in the
+test's own event loop (the owner's endpoint over an engine the test opened), and an
 S3-compatible server in a thread (moto's), for the episodic table on object storage.
 
 conftest.py re-exports the names tests use (``from conftest import free_port``) and builds
@@ -16,8 +17,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -186,6 +187,33 @@ def uvicorn_thread(
     finally:
         server.should_exit = True
         thread.join(join)
+
+
+@asynccontextmanager
+async def uvicorn_task(app: Any) -> AsyncIterator[int]:
+    """Serve the ASGI ``app`` (its lifespan run) on a free loopback port in this event loop,
+    so it may call what the test opened in it; yields the port once uvicorn listens."""
+    import anyio
+    import uvicorn
+
+    class Quiet(uvicorn.Server):
+        def capture_signals(self) -> Any:  # the test runner keeps its signal handlers
+            return nullcontext()
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    server = Quiet(uvicorn.Config(app, log_level="error", lifespan="on"))
+    with sock:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            with anyio.fail_after(10):
+                while not server.started:  # uvicorn has no event for it
+                    await anyio.sleep(0.01)
+            try:
+                yield sock.getsockname()[1]
+            finally:
+                server.should_exit = True
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,23 @@
-"""One typed service: the engine, the RPC client and the handle the faces hold all have the
-operations of :class:`MemoryService`, with its signatures; the RPC serves exactly those."""
+"""One typed service: the engine, the bridge's client and the handle the faces hold all have
+the operations of :class:`MemoryService`, with its signatures; the owner's MCP endpoint serves
+exactly those, and the client decodes each result into the models a local call returns."""
 
 from __future__ import annotations
 
 import inspect
 from typing import get_type_hints
 
-import httpx
 import pytest
+from conftest import bridged, uvicorn_task
 
 from cranimem_mcp.engine import MemoryEngine
-from cranimem_mcp.errors import InvalidInput
-from cranimem_mcp.models import GraphView, MemoryDetail
+from cranimem_mcp.errors import InvalidInput, NotFound
+from cranimem_mcp.models import GraphView, MemoryDetail, RecallResult, Stats
+from cranimem_mcp.server.owner import owner_app
 from cranimem_mcp.service import OPERATIONS, READ_ONLY, MemoryService
 from cranimem_mcp.sharing.handle import EngineHandle
-from cranimem_mcp.sharing.remote import RemoteEngine, rpc_app
+from cranimem_mcp.sharing.ownership import OwnerGone
+from cranimem_mcp.sharing.remote import RemoteEngine
 
 pytestmark = pytest.mark.anyio
 KEEP_ALL = {"tau_noise": -1.0, "default_gate": False}
@@ -68,21 +71,11 @@ async def test_the_handle_refuses_a_wrong_argument_before_calling(open_engine):
             await handle.recall(query="x", colour="blue")  # type: ignore[call-arg]
 
 
-async def test_the_inspection_queries_cross_the_rpc(open_engine):
+async def test_the_inspection_queries_cross_to_the_owner(open_engine):
     async with open_engine(gating=KEEP_ALL) as engine:
         stored = await engine.remember("Bob Chen works at Acme Robotics on the Atlas project.")
         await engine.consolidate()
-
-        async def get_engine():
-            return engine
-
-        token = "t" * 32
-        transport = httpx.ASGITransport(app=rpc_app(get_engine, token, 1))
-        remote = RemoteEngine(1, token)
-        remote._client = httpx.AsyncClient(
-            transport=transport, base_url="http://rpc", headers={"Authorization": f"Bearer {token}"}
-        )
-        try:
+        async with bridged(engine) as remote:
             details = await remote.get_memories(ids=[stored.id, "m_" + "0" * 20])
             assert [type(d) for d in details] == [MemoryDetail]
             assert details[0].content.startswith("Bob Chen") and details[0].tier == "longterm"
@@ -92,10 +85,51 @@ async def test_the_inspection_queries_cross_the_rpc(open_engine):
             near = await remote.entity_neighbourhood(name="Acme Robotics")
             assert any(s.id == stored.id for f in near.facts for s in f.sources)
             assert await remote.check() == []
+            assert "Acme" in await remote.graph_turtle(scope="default")
             with pytest.raises(InvalidInput, match="limit"):
                 await remote.recent_memories(limit=10_000)
-            refused = await remote._client.post("/rpc", json={
-                "method": "consolidate", "params": {"trigger": "x"}})  # fmt: skip
-            assert refused.json()["error"]["type"] == "InvalidInput"
+            with pytest.raises(TypeError):  # refused here: the owner never hears of it
+                await remote.consolidate(trigger="x")  # type: ignore[call-arg]
+
+
+async def test_results_over_the_bridge_equal_the_engines_own(open_engine):
+    async with open_engine(gating=KEEP_ALL) as engine:
+        await engine.remember("Dana's flight to Lisbon leaves on 3 May 2025.", scope="trip")
+        async with bridged(engine) as remote:
+            far = await remote.recall(query="When does Dana fly?", scope="trip")
+            near = await engine.recall(query="When does Dana fly?", scope="trip")
+            assert isinstance(far, RecallResult)
+            assert far.model_dump(exclude={"took_ms"}) == near.model_dump(exclude={"took_ms"})
+            assert isinstance(await remote.stats(), Stats)
+            steps = []
+
+            async def progress(done, total, message):
+                steps.append((done, total, message))
+
+            report = await remote.consolidate(scope="trip", progress=progress)
+            assert report.scope == "trip" and len(steps) == 1
+            with pytest.raises(NotFound):
+                await remote.restore(ids=["m_" + "1" * 20], scope="trip")
+
+
+async def test_the_owner_refuses_a_wrong_token_and_a_gone_owner_was_never_sent(open_engine):
+    async with open_engine() as engine:
+
+        async def service():
+            return engine
+
+        async with uvicorn_task(owner_app(service, "t" * 32)) as port:
+            stranger = RemoteEngine(port, "u" * 32)
+            try:
+                with pytest.raises(OwnerGone, match="token") as refused:
+                    await stranger.connect()
+                assert refused.value.sent is False
+            finally:
+                await stranger.aclose()
+        nobody = RemoteEngine(port, "t" * 32)  # the port is closed now
+        try:
+            with pytest.raises(OwnerGone, match="does not answer") as gone:
+                await nobody.connect()
+            assert gone.value.sent is False
         finally:
-            await remote.aclose()
+            await nobody.aclose()

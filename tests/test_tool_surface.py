@@ -11,9 +11,8 @@ from datetime import datetime
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
-from conftest import connected, make_settings, server_env, stdio_params
+from conftest import bridged, connected, make_settings, server_env, stdio_params
 from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
@@ -24,7 +23,6 @@ from cranimem_mcp.errors import InvalidInput
 from cranimem_mcp.models import SCOPE_PATTERN, MemoryPage
 from cranimem_mcp.server.tools import build_server
 from cranimem_mcp.sharing.ownership import read_owner_info
-from cranimem_mcp.sharing.remote import rpc_app
 
 pytestmark = pytest.mark.anyio
 
@@ -352,31 +350,22 @@ async def test_list_memories_rejects_bad_arguments_by_name(open_engine, argument
     ],
 )
 async def test_the_engine_checks_list_arguments_itself(open_engine, arguments, message):
-    """Bridged calls reach the engine as JSON over RPC, not through the tool's schema."""
+    """Bridged calls reach the engine as JSON from the owner's endpoint, not through the
+    public tool's schema."""
     async with open_engine() as engine:
         with pytest.raises(InvalidInput, match=message):
             await engine.list_memories(**arguments)
 
 
-async def test_the_owners_rpc_serves_list_memories(open_engine):
+async def test_the_owners_endpoint_serves_list_memories(open_engine):
     async with open_engine(gating=KEEP_ALL) as engine:
         stored = await engine.remember("The user's dentist is Dr Okafor.")
-
-        async def get_engine():
-            return engine
-
-        app = rpc_app(get_engine, "t" * 32, 1)
-        transport = httpx.ASGITransport(app=app)
-        headers = {"Authorization": "Bearer " + "t" * 32}
-        async with httpx.AsyncClient(transport=transport, base_url="http://rpc") as http:
-            ok = await http.post("/rpc", headers=headers, json={
-                "method": "list_memories", "params": {"tier": "buffer", "limit": 5}})  # fmt: skip
-            bad = await http.post("/rpc", headers=headers, json={
-                "method": "list_memories", "params": {"limit": 500}})  # fmt: skip
-        page = MemoryPage.model_validate(ok.json()["result"])
+        async with bridged(engine) as remote:
+            page = await remote.list_memories(tier="buffer", limit=5)
+            with pytest.raises(InvalidInput, match="limit"):
+                await remote.list_memories(limit=500)
+        assert isinstance(page, MemoryPage)
         assert [it.id for it in page.items] == [stored.id] and page.total == 1
-        assert bad.json()["error"]["type"] == "InvalidInput"
-        assert "limit" in bad.json()["error"]["message"]
 
 
 @pytest.mark.slow

@@ -80,7 +80,7 @@ def _setup_logging(verbose: int) -> None:
     # (server/logs.py lowers the package logger's level for them).
     for handler in logging.getLogger().handlers:
         handler.setLevel(level)
-    for noisy in ("httpx", "httpcore", "sentence_transformers", "transformers", "mcp"):
+    for noisy in ("httpx", "httpx2", "httpcore", "sentence_transformers", "transformers", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

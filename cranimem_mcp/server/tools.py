@@ -50,6 +50,7 @@ from cranimem_mcp.models import (
     Tier,
 )
 from cranimem_mcp.server.arguments import DryRun, MemoryIds, Scope
+from cranimem_mcp.server.owner import owner_app
 from cranimem_mcp.server.prompts import add_prompts
 from cranimem_mcp.server.protocol import CranimemServer
 from cranimem_mcp.server.roots import SessionScope
@@ -151,7 +152,9 @@ def build_server(
             yield engine if isinstance(engine, EngineHandle) else EngineHandle.of(engine)
             return
         # Returns at once: the engine opens in the background (tools wait for it).
-        async with EngineHandle(settings, require_owner=require_owner, preload=preload) as handle:
+        async with EngineHandle(
+            settings, require_owner=require_owner, bridges=owner_app, preload=preload
+        ) as handle:
             yield handle
 
     mcp = CranimemServer("cranimem", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0")

@@ -4,11 +4,12 @@
 :class:`~cranimem_mcp.service.MemoryService` whose operations go to the engine that is
 current, local or remote. On start it tries to become the directory's owner
 (:mod:`.ownership`): the owner opens the stores, and serves the engine's operations to other
-processes on a loopback port (:mod:`.remote`). A process that finds the
-directory owned becomes a *bridge*: its calls go to the owner. When the owner exits, the
-kernel frees its lock and a bridge takes over (it watches the lock); if no owner appears and
-the lock stays held (a long one-shot command, say) for ``server.owner_wait_seconds``, calls
-fail with a message that says who holds the directory.
+processes over MCP on a loopback port (the endpoint is handed in: the MCP layer's
+:func:`~cranimem_mcp.server.owner.owner_app`). A process that finds the directory owned
+becomes a *bridge*: its calls go to the owner through the SDK's client (:mod:`.remote`).
+When the owner exits, the kernel frees its lock and a bridge takes over (it watches the
+lock); if no owner appears and the lock stays held (a long one-shot command, say) for
+``server.owner_wait_seconds``, calls fail with a message that says who holds the directory.
 
 Opening happens in the background, so the MCP handshake never waits on it: the heavy
 imports (LanceDB; :func:`_engine_half`) run in a worker thread and tools wait on
@@ -36,7 +37,7 @@ import anyio
 
 from cranimem_mcp.config import HTTP_KEEP_ALIVE_SECONDS, Settings
 from cranimem_mcp.errors import ConfigError, CranimemError, StoreError
-from cranimem_mcp.service import OPERATIONS, READ_ONLY, MemoryService, signature
+from cranimem_mcp.service import READ_ONLY, MemoryService, forwarding
 from cranimem_mcp.sharing.ownership import (
     DirectoryLock,
     OwnerGone,
@@ -86,16 +87,6 @@ def _engine_half() -> tuple[type[MemoryEngine], Any]:
     return MemoryEngine, select_providers
 
 
-def _rpc_half() -> tuple[Any, Any]:
-    """What an owner serves bridges with (uvicorn, the RPC app); imported as
-    :func:`_engine_half`."""
-    import uvicorn
-
-    from cranimem_mcp.sharing.remote import rpc_app
-
-    return uvicorn, rpc_app
-
-
 def _open_error(exc: BaseException, home: Path) -> CranimemError:
     """What a call reads when the directory cannot be served: the store's own error, taken out
     of the task group that wraps it (a group would reach the model as a bare crash), else a
@@ -122,6 +113,8 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 
 def _quiet_server_class() -> Any:
+    """uvicorn's server, quiet (imported as :func:`_engine_half`, by an owner that serves
+    bridges)."""
     import uvicorn
 
     class QuietServer(uvicorn.Server):
@@ -133,11 +126,19 @@ def _quiet_server_class() -> Any:
     return QuietServer
 
 
+# What an owner serves bridges: an ASGI app over the service (a call waits for the open) that
+# accepts the directory's token.
+BridgeEndpoint = Callable[[Callable[[], Awaitable[MemoryService]], str], Any]
+
+
+@forwarding
 class EngineHandle:
-    """The engine of a data directory, local (owner) or remote (bridge), behind one API.
+    """The engine of a data directory, local (owner) or remote (bridge), behind one API: the
+    operations of :class:`MemoryService`, each one :meth:`call`.
 
     ``async with EngineHandle(settings) as handle`` returns at once; the first tool call
-    waits for the open. ``require_owner``: refuse to bridge (the HTTP daemon). ``preload``:
+    waits for the open. ``require_owner``: refuse to bridge (the HTTP daemon). ``bridges``:
+    the endpoint an owner serves other processes with (None: it serves none). ``preload``:
     ``serve``'s :class:`EmbedderPreload`, started if this process becomes the owner."""
 
     def __init__(
@@ -145,14 +146,14 @@ class EngineHandle:
         settings: Settings,
         *,
         require_owner: bool = False,
-        serve_bridges: bool = True,
+        bridges: BridgeEndpoint | None = None,
         background: bool = True,
         preload: EmbedderPreload | None = None,
     ) -> None:
         self.settings = settings
         self.home = settings.home
         self.require_owner = require_owner
-        self.serve_bridges = serve_bridges
+        self.bridges = bridges
         self.background = background
         self._preload = preload
         self.role = "starting"  # "owner" | "bridge"
@@ -172,7 +173,7 @@ class EngineHandle:
     @property
     def service(self) -> MemoryService:
         """This handle as what it is: a :class:`MemoryService` (its operations are made from
-        the Protocol below the class, so a type checker needs to be told, once, here)."""
+        the Protocol by :func:`forwarding`, so a type checker needs to be told, once, here)."""
         return cast(MemoryService, self)
 
     @classmethod
@@ -212,7 +213,7 @@ class EngineHandle:
                 raise self._error
             await self._ready.wait()
 
-    async def call(self, method: str, **params: Any) -> Any:
+    async def call(self, method: str, /, **params: Any) -> Any:
         """One operation on the current engine (local or bridged); a read the owner may have
         got before it died is repeated on the next owner, a write is not."""
         for _attempt in range(3):
@@ -282,16 +283,20 @@ class EngineHandle:
                 raise ConfigError(self._held_message("refusing to be a second writer"))
             info = read_owner_info(self.home)
             if info is not None and info.pid != os.getpid():
-                # Imported only here: an owner never needs the client (httpx, ~0.2 s).
+                # Imported only here: an owner never needs the client.
                 from cranimem_mcp.sharing.remote import RemoteEngine
 
                 remote = RemoteEngine(info.port, token)
                 try:
-                    await remote.ping()
+                    await remote.connect()  # lists the owner's tools: the port and token hold
                 except StoreError:
                     await remote.aclose()
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await remote.aclose()
+                    raise
                 else:
-                    self._install(remote, "bridge")
+                    self._install(cast(MemoryService, remote), "bridge")
                     logger.info("bridging to the owner of %s (pid %d)", self.home, info.pid)
                     return False
             if time.monotonic() > deadline:
@@ -322,7 +327,7 @@ class EngineHandle:
             preload.start()  # loads beside the open below
         async with anyio.create_task_group() as tg:
             # Listen first: bridges that start meanwhile connect now and wait for the open.
-            server = await self._listen(tg) if self.serve_bridges else None
+            server = await self._listen(tg, self.bridges) if self.bridges else None
             try:
                 # Closed by the event, not by cancellation: the engine then shuts down in
                 # order (background work stopped, graph compacted), as outside a server.
@@ -343,9 +348,10 @@ class EngineHandle:
                         await server.stopped.wait()
                 tg.cancel_scope.cancel()
 
-    async def _listen(self, tg: Any) -> Any:
+    async def _listen(self, tg: Any, endpoint: BridgeEndpoint) -> Any:
         """Serve the engine to bridges on a loopback port, recorded in owner.json."""
-        uvicorn, rpc_app = await anyio.to_thread.run_sync(_rpc_half)
+        quiet_server = await anyio.to_thread.run_sync(_quiet_server_class)
+        import uvicorn
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -353,15 +359,14 @@ class EngineHandle:
         sock.listen(64)
         port = sock.getsockname()[1]
         token = owner_token(self.home)
-        app = rpc_app(self.get, token, os.getpid())
         config = uvicorn.Config(
-            app,
+            endpoint(self.get, token),
             log_level="warning",
-            lifespan="off",
+            lifespan="on",  # the MCP app's session manager runs in it
             access_log=False,
             timeout_keep_alive=HTTP_KEEP_ALIVE_SECONDS,
         )
-        server = _quiet_server_class()(config)
+        server = quiet_server(config)
 
         server.stopped = anyio.Event()
 
@@ -379,7 +384,7 @@ class EngineHandle:
 
     async def _bridge(self) -> None:
         """Serve through the owner until it is gone: then try again to own."""
-        remote: Any = self._current  # the RemoteEngine _claim installed
+        remote: Any = self._current  # the RemoteEngine _claim connected
         try:
             async with anyio.create_task_group() as tg:
 
@@ -403,27 +408,6 @@ class EngineHandle:
             await remote.aclose()
 
 
-def _forwarding(name: str) -> Callable[..., Awaitable[Any]]:
-    """The handle's ``name``: the Protocol's signature (checked at the call), then
-    :meth:`EngineHandle.call`."""
-    sig = signature(name)
-
-    async def operation(self: EngineHandle, **params: Any) -> Any:
-        sig.bind(self, **params)  # a wrong argument is a TypeError here, not at the owner
-        return await self.call(name, **params)
-
-    operation.__name__ = name
-    operation.__qualname__ = f"EngineHandle.{name}"
-    operation.__doc__ = getattr(MemoryService, name).__doc__
-    operation.__signature__ = sig  # type: ignore[attr-defined]
-    return operation
-
-
-# The handle's operations are the service's, made once from the Protocol, not written out.
-for _name in OPERATIONS:
-    setattr(EngineHandle, _name, _forwarding(_name))
-
-
 @asynccontextmanager
 async def shared_engine(settings: Settings) -> AsyncIterator[MemoryService]:
     """The memory service for a one-shot command: the local engine while this process holds
@@ -432,7 +416,7 @@ async def shared_engine(settings: Settings) -> AsyncIterator[MemoryService]:
     # session build is native code, mostly off the GIL) instead of after it; and the parser
     # beside both, since the command waits for all three.
     preload = EmbedderPreload(settings, parser_beside=True)
-    handle = EngineHandle(settings, serve_bridges=False, background=False, preload=preload)
+    handle = EngineHandle(settings, background=False, preload=preload)
     try:
         async with handle:
             await handle.get()

@@ -28,13 +28,8 @@ INFO_FILE = "owner.json"
 TOKEN_FILE = "owner-token"
 
 
-# Operations safe to repeat after a failure that may have reached the owner.
-READ_ONLY = frozenset({"recall", "stats", "list_memories", "graph_turtle", "ping"})
-
-
 class OwnerGone(StoreError):
-    """The owner did not answer. ``sent``: the request may have reached it. (Here, not in
-    :mod:`.remote`, so an owner handles it without importing the bridge's HTTP client.)"""
+    """The owner did not answer. ``sent``: the request may have reached it."""
 
     def __init__(self, message: str, *, sent: bool) -> None:
         super().__init__(message)

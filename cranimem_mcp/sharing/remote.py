@@ -1,252 +1,141 @@
-"""The owner's loopback RPC and the bridge's client for it.
+"""The bridge's client: the owner's memory operations, over MCP.
 
-A data directory's owner serves ``POST /rpc`` on a loopback port to the other processes of
-the same user (stdio bridges and one-shot CLI commands): a JSON body ``{"method", "params"}``
-naming one engine operation, answered with ``{"result": ...}`` or ``{"error": {"type",
-"message"}}``. Only the operations of :class:`~cranimem_mcp.service.MemoryService` exist
-(:data:`~cranimem_mcp.service.OPERATIONS`, and ``ping``), each with the keyword parameters
-of its signature, which the engine validates as it does for local callers; results are
-encoded and decoded as the operation's return annotation says. The bearer token of
-``owner-token`` is required and compared in constant time.
+A process that finds its data directory owned sends each operation to the owner's loopback
+endpoint (:mod:`cranimem_mcp.server.owner`: one MCP tool per operation of
+:class:`~cranimem_mcp.service.MemoryService`, bearer token ``owner-token``) with the SDK's
+client over streamable HTTP, one ``tools/call`` per operation (protocol 2026-07-28: no
+handshake, no session). :class:`RemoteEngine` has every operation of the Protocol, made from
+it (:func:`~cranimem_mcp.service.forwarding`), each one :meth:`RemoteEngine.call`; a result
+is decoded from the call's structured content as the operation's return annotation says, so
+the faces get the same pydantic models as from a local engine.
 
-:class:`RemoteEngine` implements :class:`~cranimem_mcp.service.MemoryService` by sending each
-operation, so the faces do not know whether their engine is local or bridged. A failure to
-reach the owner is :class:`OwnerGone`, which says whether the request may have been applied
-(``sent``).
+A failure to reach the owner is :class:`~.ownership.OwnerGone`, which says whether the
+request may have been applied (``sent``): refused connections and a refused token were not;
+a connection that broke after the request went out may have been. An error the owner's
+engine raised is raised again here as its own class (``InvalidInput`` stays
+``InvalidInput``).
 """
 
 from __future__ import annotations
 
-import hmac
-import json
 import logging
-from collections.abc import Awaitable, Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from contextlib import AsyncExitStack
+from typing import Any
 
-import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from cranimem_mcp import errors
-from cranimem_mcp.errors import CranimemError, InvalidInput, StoreError
-from cranimem_mcp.models import (
-    ENTITY_FACTS,
-    GRAPH_NODES,
-    MAX_INSPECT,
-    ConsolidationReport,
-    EntityView,
-    ForgetResult,
-    GoalResult,
-    GraphView,
-    MemoryDetail,
-    MemoryPage,
-    RecallResult,
-    RememberResult,
-    RestoreResult,
-    Stats,
-    Tier,
-)
-from cranimem_mcp.service import (
-    LOCAL_ONLY,
-    OPERATIONS,
-    MemoryService,
-    Progress,
-    result_adapter,
-    signature,
-)
+from cranimem_mcp.errors import CranimemError, StoreError
+from cranimem_mcp.service import LOCAL_ONLY, forwarding, result_adapter, returns
 from cranimem_mcp.sharing.ownership import OwnerGone
-
-if TYPE_CHECKING:
-    from starlette.applications import Starlette
 
 logger = logging.getLogger(__name__)
 
-
-def _arguments(method: str, params: Any) -> dict[str, Any]:
-    """The request's parameters, checked against the operation's signature: names it has,
-    none that cannot cross the RPC."""
-    if method not in OPERATIONS or not isinstance(params, dict):
-        raise InvalidInput(f"unknown operation {str(method)[:40]!r}")
-    allowed = set(signature(method).parameters) - {"self"} - LOCAL_ONLY
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise InvalidInput(f"{method} takes no parameter {str(unknown[0])[:40]!r}")
-    return params
+ENDPOINT = "/mcp"  # the owner's MCP path on its loopback port
+PROTOCOL = "2026-07-28"  # one self-contained POST per call: nothing to negotiate on loopback
+OPERATION_ERROR = -32001  # the owner's engine raised a CranimemError: data["type"] names it
+OWNER_GONE = -32002  # stands for a transport failure, made here (never sent by the owner)
 
 
-def rpc_app(get_engine: Callable[[], Awaitable[MemoryService]], token: str, pid: int) -> Starlette:
-    """The owner's ``/rpc`` endpoint; ``get_engine`` waits until the engine is open."""
-    # Imported here: a bridge (one-shot CLI commands too) needs only the client half.
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
+class _Delivery(httpx2.AsyncBaseTransport):
+    """Loopback HTTP that says what went wrong on the way to the owner: a refused connection
+    or token, or a broken one, becomes a JSON-RPC error (:data:`OWNER_GONE`, ``data.sent``)
+    that the MCP client hands back to the caller, instead of an exception in its transport's
+    task group. The answer is read whole here, so a connection that breaks mid-answer is
+    caught too."""
 
-    secret = token.encode("utf-8")
+    def __init__(self, port: int) -> None:
+        self.port = port
+        # Plain HTTP on loopback: no TLS, so no verifying SSL context (its CA bundle costs
+        # ~0.08 s of a one-shot command's start).
+        self._inner = httpx2.AsyncHTTPTransport(verify=False)
 
-    async def rpc(request: Request) -> JSONResponse:
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), secret):
-            return JSONResponse({"error": {"type": "Unauthorized", "message": "bad token"}}, 401)
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
-            body = json.loads(await request.body())
-            method = body["method"]
-            if method == "ping":
-                return JSONResponse({"result": {"pid": pid}})
-            params = _arguments(method, body.get("params") or {})
-            engine = await get_engine()
-            result = await getattr(engine, method)(**params)
-        except CranimemError as exc:
-            return JSONResponse({"error": {"type": type(exc).__name__, "message": str(exc)}})
-        except (ValueError, KeyError, TypeError) as exc:
-            message = f"bad request: {exc}"
-            return JSONResponse({"error": {"type": "InvalidInput", "message": message}})
-        return JSONResponse({"result": result_adapter(method).dump_python(result, mode="json")})
+            response = await self._inner.handle_async_request(request)
+            if response.status_code == 401:
+                await response.aclose()
+                return self._gone(f"port {self.port} refused the directory's token", sent=False)
+            body = await response.aread()
+        except (httpx2.ConnectError, httpx2.ConnectTimeout):
+            return self._gone(f"the owner on port {self.port} does not answer", sent=False)
+        except httpx2.TransportError as exc:
+            return self._gone(f"the owner on port {self.port} went away: {exc}", sent=True)
+        return httpx2.Response(response.status_code, headers=response.headers, content=body)
 
-    return Starlette(routes=[Route("/rpc", rpc, methods=["POST"])])
+    def _gone(self, message: str, *, sent: bool) -> httpx2.Response:
+        error = {"code": OWNER_GONE, "message": message, "data": {"sent": sent}}
+        return httpx2.Response(502, json={"jsonrpc": "2.0", "id": None, "error": error})
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
+@forwarding
 class RemoteEngine:
-    """The engine operations of another process, over its loopback ``/rpc``."""
+    """The memory operations of the process that owns the data directory, over MCP. Open
+    with :meth:`connect` and close with :meth:`aclose`, in the same task."""
 
     def __init__(self, port: int, token: str, timeout: float = 600.0) -> None:
         self.port = port
-        self._client = httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{port}",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=httpx.Timeout(timeout, connect=5.0),
-            # Plain HTTP on loopback: TLS is never used, so skip building a verifying SSL
-            # context (loading the CA bundle is ~0.08 s of a one-shot command's start).
-            verify=False,
+        self._token = token
+        self._timeout = timeout
+        self._stack = AsyncExitStack()
+        self._client: Client | None = None
+
+    async def connect(self) -> None:
+        """Open the client and list the owner's tools (which checks the port and the token,
+        and gives the client the output schemas it checks results against)."""
+        http = httpx2.AsyncClient(
+            transport=_Delivery(self.port),
+            headers={"Authorization": f"Bearer {self._token}"},
+            timeout=httpx2.Timeout(self._timeout, connect=5.0),
         )
+        await self._stack.enter_async_context(http)
+        url = f"http://127.0.0.1:{self.port}{ENDPOINT}"
+        transport = streamable_http_client(url, http_client=http, terminate_on_close=False)
+        client = Client(transport, mode=PROTOCOL, cache=None)
+        self._client = await self._stack.enter_async_context(client)
+        try:
+            await self._client.list_tools()
+        except MCPError as exc:
+            raise _error(exc) from exc
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._stack.aclose()
 
-    async def _rpc(self, method: str, **params: Any) -> Any:
-        payload = {"method": method, "params": to_jsonable_python(params)}
+    async def call(self, name: str, /, **params: Any) -> Any:
+        """One operation on the owner. A ``progress`` callback hears one step, when the
+        owner's answer arrives: the owner's own steps do not cross."""
+        progress = {k: params.pop(k) for k in LOCAL_ONLY & set(params)}.get("progress")
+        assert self._client is not None, "connect() first"
         try:
-            response = await self._client.post("/rpc", json=payload)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise OwnerGone(f"the owner on port {self.port} does not answer", sent=False) from exc
-        except httpx.TransportError as exc:
-            raise OwnerGone(f"the owner on port {self.port} went away: {exc}", sent=True) from exc
-        if response.status_code == 401:
-            raise OwnerGone(f"port {self.port} refused the directory's token", sent=False)
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise StoreError(f"the owner answered {response.status_code} without JSON") from exc
-        if "error" in body:
-            kind = getattr(errors, body["error"].get("type", ""), None)
-            if not (isinstance(kind, type) and issubclass(kind, CranimemError)):
-                kind = StoreError
-            raise kind(body["error"].get("message", "the owner failed"))
-        if method == "ping":
-            return body["result"]
-        return result_adapter(method).validate_python(body["result"])
-
-    async def ping(self) -> int:
-        """The owner's pid (checks that the port is the owner and the token is right)."""
-        return int((await self._rpc("ping"))["pid"])
-
-    # The operations of :class:`~cranimem_mcp.service.MemoryService`, each one request.
-
-    async def remember(
-        self,
-        *,
-        content: str,
-        scope: str = "default",
-        goal: str | None = None,
-        source: str | None = None,
-        tags: list[str] | None = None,
-        pin: bool = False,
-        said_at: str | datetime | None = None,
-    ) -> RememberResult:
-        return await self._rpc(
-            "remember", content=content, scope=scope, goal=goal, source=source, tags=tags,
-            pin=pin, said_at=said_at,
-        )  # fmt: skip
-
-    async def recall(
-        self,
-        *,
-        query: str,
-        scope: str = "default",
-        k: int | None = None,
-        max_chars: int | None = None,
-        paths: list[str] | None = None,
-        as_of: str | datetime | None = None,
-        all_scopes: bool = False,
-    ) -> RecallResult:
-        return await self._rpc(
-            "recall", query=query, scope=scope, k=k, max_chars=max_chars, paths=paths,
-            as_of=as_of, all_scopes=all_scopes,
-        )  # fmt: skip
-
-    async def consolidate(
-        self,
-        *,
-        scope: str | None = None,
-        dry_run: bool = False,
-        progress: Progress | None = None,
-    ) -> ConsolidationReport:
-        """The owner runs it; its steps do not cross the RPC, so ``progress`` hears one step,
-        when the owner's report arrives."""
-        report = await self._rpc("consolidate", scope=scope, dry_run=dry_run)
+            result = await self._client.call_tool(name, to_jsonable_python(params))
+        except MCPError as exc:
+            raise _error(exc) from exc
+        if result.is_error:  # the owner's tools raise MCP errors: this is the SDK's own
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            raise StoreError(f"the owner failed {name}: {text}")
+        data = result.structured_content or {}
+        kind = returns(name)
+        if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+            data = data.get("result")  # a list or a string: the SDK wraps it in an object
         if progress is not None:
             await progress(1, 1, "done by the process that owns the data directory")
-        return report
+        return result_adapter(name).validate_python(data)
 
-    async def forget(
-        self,
-        *,
-        ids: list[str] | None = None,
-        entity: str | None = None,
-        scope: str = "default",
-        all_in_scope: bool = False,
-        hard: bool = False,
-        dry_run: bool = False,
-    ) -> ForgetResult:
-        return await self._rpc(
-            "forget", ids=ids, entity=entity, scope=scope, all_in_scope=all_in_scope,
-            hard=hard, dry_run=dry_run,
-        )  # fmt: skip
 
-    async def restore(self, *, ids: list[str], scope: str = "default") -> RestoreResult:
-        return await self._rpc("restore", ids=ids, scope=scope)
-
-    async def set_goal(self, *, goal: str, scope: str = "default") -> GoalResult:
-        return await self._rpc("set_goal", goal=goal, scope=scope)
-
-    async def stats(self) -> Stats:
-        return await self._rpc("stats")
-
-    async def list_memories(
-        self, *, scope: str = "default", tier: Tier | None = None, limit: int = 20, offset: int = 0
-    ) -> MemoryPage:
-        return await self._rpc("list_memories", scope=scope, tier=tier, limit=limit, offset=offset)
-
-    async def graph_turtle(self, *, scope: str) -> str:
-        return await self._rpc("graph_turtle", scope=scope)
-
-    async def check(self) -> list[str]:
-        return await self._rpc("check")
-
-    async def get_memories(self, *, ids: list[str], scope: str = "default") -> list[MemoryDetail]:
-        return await self._rpc("get_memories", ids=ids, scope=scope)
-
-    async def recent_memories(
-        self, *, scope: str = "default", tier: Tier | None = None, limit: int = MAX_INSPECT
-    ) -> list[MemoryDetail]:
-        return await self._rpc("recent_memories", scope=scope, tier=tier, limit=limit)
-
-    async def graph_overview(
-        self, *, scope: str = "default", limit: int = GRAPH_NODES
-    ) -> GraphView:
-        return await self._rpc("graph_overview", scope=scope, limit=limit)
-
-    async def entity_neighbourhood(
-        self, *, name: str, scope: str = "default", limit: int = ENTITY_FACTS
-    ) -> EntityView:
-        return await self._rpc("entity_neighbourhood", name=name, scope=scope, limit=limit)
+def _error(exc: MCPError) -> CranimemError:
+    """The error a failed call raises here: the owner's engine's own class, or OwnerGone."""
+    data = exc.data if isinstance(exc.data, dict) else {}
+    if exc.code == OWNER_GONE:
+        return OwnerGone(exc.message, sent=bool(data.get("sent", True)))
+    kind = getattr(errors, str(data.get("type", "")), None)
+    if exc.code == OPERATION_ERROR and isinstance(kind, type) and issubclass(kind, CranimemError):
+        return kind(exc.message)
+    return StoreError(f"the owner answered with an error: {exc.message}")
