@@ -52,6 +52,12 @@ def children() -> set[int]:
     return found
 
 
+def cpu_ms(pid: int) -> float:
+    """The process's CPU time so far (user + system)."""
+    fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def memory_mib(pid: int) -> dict[str, float]:
     status = (Path("/proc") / str(pid) / "status").read_text().splitlines()
     kb = {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in status) if k in (
@@ -75,11 +81,23 @@ def summary(label: str, times: list[float]) -> None:
     )
 
 
+async def calls(client: Client, n: int, word: str) -> tuple[list[float], list[float]]:
+    """N recalls, then N remembers (new texts each run), each timed."""
+    recalls = [
+        await timed(client, "recall", {"query": f"Where does person {i} live?", "scope": "s"})
+        for i in range(n)
+    ]
+    remembers = [
+        await timed(client, "remember", {"content": f"Person {i} {word} {i}.", "scope": "s"})
+        for i in range(n)
+    ]
+    return recalls, remembers
+
+
 async def main(n: int) -> None:
     home = Path(tempfile.mkdtemp(prefix="cranimem-bridge-")) / "data"
     async with Client(params(home), cache=None) as owner:
-        await owner.call_tool("remember", {"content": "The owner knows Ana lives in Porto.",
-                                           "scope": "s"})  # fmt: skip
+        await timed(owner, "remember", {"content": "Ana lives in Porto.", "scope": "s"})
         info = read_owner_info(home)
         assert info is not None
         before = children()
@@ -89,34 +107,21 @@ async def main(n: int) -> None:
             await timed(bridge, "recall", {"query": "Where does Ana live?", "scope": "s"})
             assert read_owner_info(home) == info
             say(f"bridge pid {pid} after its first call: {memory_mib(pid)}")
-            recalls = [
-                await timed(
-                    bridge, "recall", {"query": f"Where does person {i} live?", "scope": "s"}
-                )  # fmt: skip
-                for i in range(n)
-            ]
-            remembers = [
-                await timed(
-                    bridge, "remember", {"content": f"Person {i} lives in town {i}.", "scope": "s"}
-                )  # fmt: skip
-                for i in range(n)
-            ]
+            cpu = (cpu_ms(pid), cpu_ms(info.pid))
+            recalls, remembers = await calls(bridge, n, "lives in town")
             summary(f"{n} recalls through the bridge", recalls)
             summary(f"{n} remembers through the bridge", remembers)
+            say(
+                f"CPU per call through the bridge: bridge {(cpu_ms(pid) - cpu[0]) / (2 * n):.1f}"
+                f" ms, owner {(cpu_ms(info.pid) - cpu[1]) / (2 * n):.1f} ms"
+            )
             say(f"bridge after them: {memory_mib(pid)}")
         # The same calls to the owner itself: what the bridge adds is the difference.
-        recalls = [
-            await timed(owner, "recall", {"query": f"Where does person {i} live?", "scope": "s"})
-            for i in range(n)
-        ]
-        remembers = [
-            await timed(
-                owner, "remember", {"content": f"Person {i} moved to city {i}.", "scope": "s"}
-            )  # fmt: skip
-            for i in range(n)
-        ]
+        cpu_owner = cpu_ms(info.pid)
+        recalls, remembers = await calls(owner, n, "moved to city")
         summary(f"{n} recalls from the owner", recalls)
         summary(f"{n} remembers to the owner", remembers)
+        say(f"CPU per call from the owner: {(cpu_ms(info.pid) - cpu_owner) / (2 * n):.1f} ms")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from pydantic_core import to_jsonable_python
 
 from cranimem_mcp import errors
 from cranimem_mcp.errors import CranimemError, StoreError
-from cranimem_mcp.service import LOCAL_ONLY, forwarding, result_adapter, returns
+from cranimem_mcp.service import forwarding, result_adapter, returns
 from cranimem_mcp.sharing.ownership import OwnerGone
 
 logger = logging.getLogger(__name__)
@@ -40,6 +40,7 @@ ENDPOINT = "/mcp"  # the owner's MCP path on its loopback port
 PROTOCOL = "2026-07-28"  # one self-contained POST per call: nothing to negotiate on loopback
 OPERATION_ERROR = -32001  # the owner's engine raised a CranimemError: data["type"] names it
 OWNER_GONE = -32002  # stands for a transport failure, made here (never sent by the owner)
+_FRAMING = {"content-length", "content-encoding", "transfer-encoding"}
 
 
 class _Delivery(httpx2.AsyncBaseTransport):
@@ -66,7 +67,9 @@ class _Delivery(httpx2.AsyncBaseTransport):
             return self._gone(f"the owner on port {self.port} does not answer", sent=False)
         except httpx2.TransportError as exc:
             return self._gone(f"the owner on port {self.port} went away: {exc}", sent=True)
-        return httpx2.Response(response.status_code, headers=response.headers, content=body)
+        # ``body`` is decoded: the copy keeps the headers that do not describe the encoding.
+        headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _FRAMING]
+        return httpx2.Response(response.status_code, headers=headers, content=body)
 
     def _gone(self, message: str, *, sent: bool) -> httpx2.Response:
         error = {"code": OWNER_GONE, "message": message, "data": {"sent": sent}}
@@ -112,8 +115,9 @@ class RemoteEngine:
     async def call(self, name: str, /, **params: Any) -> Any:
         """One operation on the owner. A ``progress`` callback hears one step, when the
         owner's answer arrives: the owner's own steps do not cross."""
-        progress = {k: params.pop(k) for k in LOCAL_ONLY & set(params)}.get("progress")
         assert self._client is not None, "connect() first"
+        # What cannot cross a process (LOCAL_ONLY: the progress callback) stays here.
+        progress = params.pop("progress", None)
         try:
             result = await self._client.call_tool(name, to_jsonable_python(params))
         except MCPError as exc:
