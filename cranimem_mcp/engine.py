@@ -16,7 +16,9 @@ what its parts share (the locks, the background owner, the state keeper, the rec
 :mod:`.coordination`) and hands it to them: writes to the :class:`.intake.Intake`, recall to
 the :class:`.retrieval.DualPathRecall`, consolidation and the buffer's bound to the
 :class:`.replay.Consolidator`, forget and restore to :mod:`.forgetting`, the stores'
-cross-check to :mod:`.consistency`. Input checks are in :mod:`.validation`.
+cross-check to :mod:`.consistency`. Each operation of the memory service is written here
+once, as a method: its signature, its defaults and the checks of its arguments at the
+engine's door (:mod:`.validation`); the parts it hands the work to take checked values.
 """
 
 from __future__ import annotations
@@ -51,10 +53,13 @@ from cranimem_mcp.models import (
     MAX_GOAL,
     MAX_IDS,
     MAX_INSPECT,
+    MAX_K,
     MAX_PAGE,
     MAX_SOURCE,
     MAX_TAG,
     MAX_TAGS,
+    MIN_CHARS,
+    MIN_K,
     ConsolidationReport,
     EntityView,
     ForgetResult,
@@ -70,18 +75,13 @@ from cranimem_mcp.models import (
     Tier,
 )
 from cranimem_mcp.recall import inspection
-from cranimem_mcp.recall.dual_path import DualPathRecall, RecallPolicy
+from cranimem_mcp.recall.dual_path import DEFAULT_PATHS, PATHS, DualPathRecall, RecallPolicy
 from cranimem_mcp.replay import consistency, forgetting
 from cranimem_mcp.replay.consolidator import ConsolidationPolicy, Consolidator
 from cranimem_mcp.replay.progress import Progress
 from cranimem_mcp.replay.score import ReplayParams
 from cranimem_mcp.secrets import guard as redaction
-from cranimem_mcp.validation import (
-    check_ids,
-    check_scope,
-    check_text,
-    check_time,
-)
+from cranimem_mcp.validation import check_ids, check_scope, check_text, check_time
 
 logger = logging.getLogger(__name__)
 
@@ -342,7 +342,20 @@ class MemoryEngine:
         facts valid at that time and memories of events up to it. ``all_scopes`` searches
         every scope (``scope`` is then ignored) and keeps the best ``k`` memories overall;
         each item names its scope."""
-        return await self._recall.recall(query, scope, k, max_chars, paths, as_of, all_scopes)
+        query = check_text("query", query, MAX_CONTENT)
+        scope = check_scope(scope)
+        r = self.settings.retrieval
+        k = r.k if k is None else k
+        max_chars = r.max_chars if max_chars is None else max_chars
+        if not MIN_K <= k <= MAX_K:
+            raise InvalidInput(f"k must be between {MIN_K} and {MAX_K}")
+        if max_chars < MIN_CHARS:
+            raise InvalidInput(f"max_chars must be at least {MIN_CHARS}")
+        paths = list(DEFAULT_PATHS) if paths is None else paths
+        if not paths or any(p not in PATHS for p in paths):
+            raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
+        when = check_time(as_of) if as_of is not None else None
+        return await self._recall.run(query, scope, k, max_chars, paths, when, all_scopes)
 
     # --- forget and restore ----------------------------------------------------------------
 

@@ -36,14 +36,9 @@ from cranimem_mcp.buffer.working_set import LIVE, Entry
 from cranimem_mcp.conversation import speakers
 from cranimem_mcp.conversation.rerank import Rerank, rerank
 from cranimem_mcp.coordination import RecallCounts
-from cranimem_mcp.errors import InvalidInput
 from cranimem_mcp.extraction import linkage, syntax
 from cranimem_mcp.graph.store import GraphStore
 from cranimem_mcp.models import (
-    MAX_CONTENT,
-    MAX_K,
-    MIN_CHARS,
-    MIN_K,
     Fact,
     RecallItem,
     RecallResult,
@@ -52,7 +47,7 @@ from cranimem_mcp.models import (
 from cranimem_mcp.recall import exact
 from cranimem_mcp.recall.context import floor, render
 from cranimem_mcp.temporal import decay
-from cranimem_mcp.validation import check_scope, check_text, check_time, now
+from cranimem_mcp.validation import now
 
 _WORD = re.compile(r"[\w'’&\-.]+")
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
@@ -279,35 +274,23 @@ class DualPathRecall:
         self.graph = graph
         self.recalls = recalls
 
-    async def recall(
+    async def run(
         self,
         query: str,
-        scope: str = "default",
-        k: int | None = None,
-        max_chars: int | None = None,
-        paths: list[str] | None = None,
-        as_of: str | datetime | None = None,
-        all_scopes: bool = False,
+        scope: str,
+        k: int,
+        max_chars: int,
+        paths: list[str],
+        when: datetime | None,
+        all_scopes: bool,
     ) -> RecallResult:
-        """Dual-path recall. ``as_of`` (ISO 8601) recalls what was known to hold then:
+        """Dual-path recall of ``query`` (the engine's ``recall``, its arguments checked at
+        its door and its defaults filled in). ``when``: recall what was known to hold then,
         facts valid at that time and memories of events up to it. ``all_scopes`` searches
         every scope (``scope`` is then ignored) and keeps the best ``k`` memories overall;
         each item names its scope."""
         started = time.perf_counter()
-        query = check_text("query", query, MAX_CONTENT)
-        scope = check_scope(scope)
         r = self.policy
-        k = r.k if k is None else k
-        max_chars = r.max_chars if max_chars is None else max_chars
-        if not MIN_K <= k <= MAX_K:
-            raise InvalidInput(f"k must be between {MIN_K} and {MAX_K}")
-        if max_chars < MIN_CHARS:
-            raise InvalidInput(f"max_chars must be at least {MIN_CHARS}")
-        paths = list(DEFAULT_PATHS) if paths is None else paths
-        if not paths or any(p not in PATHS for p in paths):
-            raise InvalidInput(f"paths must be a non-empty subset of {list(PATHS)}")
-
-        when = check_time(as_of) if as_of is not None else None
 
         scopes = [scope]
         if all_scopes:
@@ -391,14 +374,14 @@ class DualPathRecall:
         # By meaning: the trash's nearest by cosine (a matrix product on the working set).
         # By exact tokens: a full-text search, only when the query has some.
         scores = [it.score for it in found] or [self.policy.min_score]
-        floor = max(self.policy.min_score, min(scores), max(scores) - exact.MARGIN)
+        least = max(self.policy.min_score, min(scores), max(scores) - exact.MARGIN)
         better = []
         words = exact.tokens(query)
         if words and not any(exact.contains(it.content, words) for it in found):
             text = await self.episodic.text_search(scope, qvec, " ".join(words), TRASH, k)
             better += [h for h in text if exact.contains(h.entry.content, words)]  # first
         better += [h for h in await self.episodic.nearest(scope, qvec, TRASH, k)
-                   if h.similarity > floor]  # fmt: skip
+                   if h.similarity > least]  # fmt: skip
         ids = [h.entry.id for h in better if when is None or h.entry.happened_at <= when]
         return list(dict.fromkeys(ids))[:k]
 
