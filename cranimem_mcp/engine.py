@@ -368,7 +368,15 @@ class MemoryEngine:
         hard: bool = False,
         dry_run: bool = False,
     ) -> ForgetResult:
-        return await forgetting.forget(
+        """Move the memories named by ``ids``, ``entity`` or ``all_in_scope`` to the trash,
+        or erase them (``hard``), with their graph facts; ``dry_run`` only reports."""
+        scope = check_scope(scope)
+        ids = check_ids(ids or [])
+        if entity is not None:
+            entity = check_text("entity", entity, MAX_ENTITY)
+        if not ids and entity is None and not all_in_scope:
+            raise InvalidInput("say what to forget: ids, an entity, or all_in_scope=true")
+        return await forgetting.remove(
             self.episodic, self.graph, self._locks, self._thread, ids, entity, scope,
             all_in_scope, hard, dry_run,
         )  # fmt: skip
@@ -376,7 +384,11 @@ class MemoryEngine:
     async def restore(self, ids: list[str], scope: str = "default") -> RestoreResult:
         """Bring trashed memories back: forgotten ones to the tier they were in, replay-pruned
         ones to long-term memory (the user overrules the replay decision) and linked."""
-        return await forgetting.restore(self._consolidator, self._locks, ids, scope)
+        scope = check_scope(scope)
+        ids = check_ids(ids)
+        if not ids:
+            raise InvalidInput("give the ids to restore")
+        return await forgetting.bring_back(self._consolidator, self._locks, ids, scope)
 
     # --- goals, stats, listing -------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """Forgetting and restoring: forget moves memories to the trash (restorable) or, hard,
 deletes them with their graph provenance and every old version on disk; restore brings
 trashed memories back, relinking what goes back to long-term memory. Both are given the
-stores and the scope locks they work under; a restore that refills the buffer hands the
-overflow to the consolidator's bound."""
+stores and the scope locks they work under, and the arguments the engine's ``forget`` and
+``restore`` checked (:func:`remove`, :func:`bring_back`); a restore that refills the buffer
+hands the overflow to the consolidator's bound."""
 
 from __future__ import annotations
 
@@ -12,35 +13,31 @@ import re
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.conversation.threads import Thread
 from cranimem_mcp.coordination import ScopeLocks
-from cranimem_mcp.errors import InvalidInput, NotFound
+from cranimem_mcp.errors import NotFound
 from cranimem_mcp.extraction import linkage
 from cranimem_mcp.graph.store import GraphStore
-from cranimem_mcp.models import MAX_ENTITY, ForgetResult, Memory, RestoreResult
+from cranimem_mcp.models import ForgetResult, Memory, RestoreResult
 from cranimem_mcp.naming import canonical_name
 from cranimem_mcp.replay.consolidator import Consolidator
-from cranimem_mcp.validation import check_ids, check_scope, check_text, now
+from cranimem_mcp.validation import now
 
 logger = logging.getLogger(__name__)
 
 
-async def forget(
+async def remove(
     episodic: EpisodicStore,
     graph: GraphStore,
     locks: ScopeLocks,
     thread: Thread,
-    ids: list[str] | None = None,
-    entity: str | None = None,
-    scope: str = "default",
-    all_in_scope: bool = False,
-    hard: bool = False,
-    dry_run: bool = False,
+    ids: list[str],
+    entity: str | None,
+    scope: str,
+    all_in_scope: bool,
+    hard: bool,
+    dry_run: bool,
 ) -> ForgetResult:
-    scope = check_scope(scope)
-    ids = check_ids(ids or [])
-    if entity is not None:
-        entity = check_text("entity", entity, MAX_ENTITY)
-    if not ids and entity is None and not all_in_scope:
-        raise InvalidInput("say what to forget: ids, an entity, or all_in_scope=true")
+    """The engine's ``forget``, its arguments checked: trash (or, ``hard``, erase) the chosen
+    memories of ``scope`` and their graph provenance."""
     tiers = ("buffer", "longterm", "trash") if hard else ("buffer", "longterm")
     async with locks.scope(scope):
         rows = await episodic.scope_rows(scope, tiers)
@@ -113,17 +110,14 @@ def _mentioning(rows: list[Memory], entity: str) -> set[str]:
     }
 
 
-async def restore(
-    consolidator: Consolidator, locks: ScopeLocks, ids: list[str], scope: str = "default"
+async def bring_back(
+    consolidator: Consolidator, locks: ScopeLocks, ids: list[str], scope: str
 ) -> RestoreResult:
-    """Bring trashed memories back: forgotten ones to the tier they were in, replay-pruned
-    ones to long-term memory (the user overrules the replay decision) and linked. The
-    buffer stays within its bound: what no longer fits goes through replay."""
+    """The engine's ``restore``, its arguments checked: trashed memories go back, forgotten
+    ones to the tier they were in, replay-pruned ones to long-term memory (the user
+    overrules the replay decision) and linked. The buffer stays within its bound: what no
+    longer fits goes through replay."""
     episodic, graph = consolidator.episodic, consolidator.graph
-    scope = check_scope(scope)
-    ids = check_ids(ids)
-    if not ids:
-        raise InvalidInput("give the ids to restore")
     async with locks.scope(scope):
         rows = await episodic.get(ids, vectors=True)
         found = {r.id: r for r in rows if r.scope == scope and r.tier == "trash"}
