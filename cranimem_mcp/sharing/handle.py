@@ -353,14 +353,15 @@ class EngineHandle:
         quiet_server = await anyio.to_thread.run_sync(_quiet_server_class)
         import uvicorn
 
+        token = owner_token(self.home)
+        app = await anyio.to_thread.run_sync(endpoint, self.get, token)  # ~40 ms of models
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         sock.listen(64)
         port = sock.getsockname()[1]
-        token = owner_token(self.home)
         config = uvicorn.Config(
-            endpoint(self.get, token),
+            app,
             log_level="warning",
             lifespan="on",  # the MCP app's session manager runs in it
             access_log=False,
