@@ -200,7 +200,8 @@ async def uvicorn_task(app: Any) -> AsyncIterator[int]:
         def capture_signals(self) -> Any:  # the test runner keeps its signal handlers
             return nullcontext()
 
-    sock = socket.socket()
+    # IPPROTO_TCP named: asyncio then sets TCP_NODELAY on its connections (see handle.py).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
     server = Quiet(uvicorn.Config(app, log_level="error", lifespan="on"))
