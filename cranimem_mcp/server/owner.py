@@ -12,7 +12,7 @@ return type as the output schema. So the inspection queries, ``stats`` and ``gra
 reach the owner like the rest, the public ``tools/list`` stays as it is, and an operation is
 added to the Protocol and the engine, nowhere here. The engine checks the arguments, as for a
 local caller; a :class:`~cranimem_mcp.errors.CranimemError` crosses as a JSON-RPC error that
-names its class (:data:`~cranimem_mcp.sharing.remote.OPERATION_ERROR`), which the bridge
+names its class (:data:`~cranimem_mcp.sharing.ownership.OPERATION_ERROR`), which the bridge
 raises again (:class:`~cranimem_mcp.sharing.remote.RemoteEngine`).
 """
 
@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from cranimem_mcp.errors import CranimemError
 from cranimem_mcp.server.auth import BearerAuth
 from cranimem_mcp.service import LOCAL_ONLY, OPERATIONS, MemoryService
-from cranimem_mcp.sharing.remote import ENDPOINT, OPERATION_ERROR
+from cranimem_mcp.sharing.ownership import ENDPOINT, OPERATION_ERROR
 
 GetService = Callable[[], Awaitable[MemoryService]]
 

@@ -27,6 +27,11 @@ LOCK_FILE = "owner.lock"
 INFO_FILE = "owner.json"
 TOKEN_FILE = "owner-token"
 
+# How the owner's endpoint and a bridge meet on the port of owner.json: the MCP path, and
+# the JSON-RPC error code of an error the owner's engine raised (``data["type"]``: its class).
+ENDPOINT = "/mcp"
+OPERATION_ERROR = -32001
+
 
 class OwnerGone(StoreError):
     """The owner did not answer. ``sent``: the request may have reached it."""

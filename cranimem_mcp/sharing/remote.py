@@ -32,13 +32,11 @@ from pydantic_core import to_jsonable_python
 from cranimem_mcp import errors
 from cranimem_mcp.errors import CranimemError, StoreError
 from cranimem_mcp.service import forwarding, result_adapter, returns
-from cranimem_mcp.sharing.ownership import OwnerGone
+from cranimem_mcp.sharing.ownership import ENDPOINT, OPERATION_ERROR, OwnerGone
 
 logger = logging.getLogger(__name__)
 
-ENDPOINT = "/mcp"  # the owner's MCP path on its loopback port
 PROTOCOL = "2026-07-28"  # one self-contained POST per call: nothing to negotiate on loopback
-OPERATION_ERROR = -32001  # the owner's engine raised a CranimemError: data["type"] names it
 OWNER_GONE = -32002  # stands for a transport failure, made here (never sent by the owner)
 _FRAMING = {"content-length", "content-encoding", "transfer-encoding"}
 
