@@ -40,6 +40,8 @@ from cranimem_mcp.conversation.threads import Thread
 from cranimem_mcp.coordination import Background, EngineState, RecallCounts, ScopeLocks, StateKeeper
 from cranimem_mcp.errors import ConfigError, InvalidInput
 from cranimem_mcp.extraction.extractor import HeuristicExtractor
+from cranimem_mcp.gate.default import DefaultGate
+from cranimem_mcp.gate.goal import Gate, GoalGate
 from cranimem_mcp.gate.judgment import DurableClassifier
 from cranimem_mcp.gate.tagger import HeuristicTagger
 from cranimem_mcp.graph.lease import consolidation_lease
@@ -130,7 +132,10 @@ class MemoryEngine:
             self.graph = GraphStore(self.home / "graph")
         self._open_marker = self.home / "open.marker"  # present while open: gone at close
         self._functional = frozenset(settings.temporal.functional_predicates)
-        self._durable = self._default_gate()
+        gating = settings.gating  # a scope with its own goal: the paper's gate
+        self._goal_gate = GoalGate(
+            gating.tau_noise, gating.tau_context, gating.second_look, self.tagger
+        )
         # Goals and graph facts recur from call to call: embed each text once.
         self._cached = EmbeddingCache(self.embedder)
         self._locks = ScopeLocks()
@@ -165,7 +170,8 @@ class MemoryEngine:
             episodic=self.episodic,
             graph=self.graph,
             tagger=self.tagger,
-            durable=self._durable,
+            goal_gate=self._goal_gate,
+            default_gate=self._default_gate(),
             locks=self._locks,
             keeper=self._keeper,
             consolidator=self._consolidator,
@@ -250,21 +256,22 @@ class MemoryEngine:
         await self._lease.aclose()
         self._open_marker.unlink(missing_ok=True)
 
-    def _default_gate(self) -> DurableClassifier | None:
-        """The default gate's classifier, if it was trained in this embedder's vector space."""
+    def _default_gate(self) -> Gate:
+        """The gate of a scope with the default goal: the default gate if it is on and its
+        classifier was trained in this embedder's vector space, else the goal-conditioned one."""
         if not self.settings.gating.default_gate:
-            return None
+            return self._goal_gate
         classifier = DurableClassifier.load()
         if classifier.fits(self.embedder.id, self.embedder.dim):
             self._model_notes.setdefault("default_gate", f"classifier over {classifier.embedder}")
-            return classifier
+            return DefaultGate(classifier, self.settings.gating.tau_durable)
         note = (
             f"trained for {classifier.embedder}, not {self.embedder.id}: scopes without a goal "
             "use cosine to the default goal with the second look"
         )
         logger.warning("default gate off: %s", note)
         self._model_notes["default_gate"] = "off: " + note
-        return None
+        return self._goal_gate
 
     def _check_embedder(self) -> None:
         """Vector spaces never mix: a store remembers the embedder that filled it."""
@@ -539,9 +546,6 @@ def _intake_policy(settings: Settings, functional: frozenset[str]) -> IntakePoli
         default_goal=g.default_goal,
         secrets=g.secrets,
         tau_noise=g.tau_noise,
-        tau_context=g.tau_context,
-        second_look=g.second_look,
-        tau_durable=g.tau_durable,
         functional=functional,
     )
 

@@ -28,7 +28,6 @@ from cranimem_mcp.coordination import ScopeLocks, StateKeeper
 from cranimem_mcp.errors import StoreError
 from cranimem_mcp.extraction import linkage, syntax
 from cranimem_mcp.gate import goal as gating
-from cranimem_mcp.gate.judgment import DurableClassifier
 from cranimem_mcp.graph.store import GraphStore, ends_something
 from cranimem_mcp.models import (
     BufferInfo,
@@ -51,10 +50,7 @@ class IntakePolicy:
     capacity: int  # of each scope's buffer
     default_goal: str  # of a scope without a goal of its own
     secrets: str  # "redact" or "reject" a write holding a credential
-    tau_noise: float
-    tau_context: float
-    second_look: bool
-    tau_durable: float | None  # None: the classifier's own threshold
+    tau_noise: float  # the threshold a pinned or merged write reports
     functional: frozenset[str]  # single-valued predicates: a new object ends the old fact
 
 
@@ -70,7 +66,8 @@ class Intake:
         episodic: EpisodicStore,
         graph: GraphStore,
         tagger: Tagger,
-        durable: DurableClassifier | None,
+        goal_gate: gating.Gate,
+        default_gate: gating.Gate,
         locks: ScopeLocks,
         keeper: StateKeeper,
         consolidator: Consolidator,
@@ -82,7 +79,8 @@ class Intake:
         self.episodic = episodic
         self.graph = graph
         self.tagger = tagger
-        self.durable = durable
+        self.goal_gate = goal_gate  # for a scope with a goal of its own
+        self.default_gate = default_gate  # for a scope with the default goal
         self.locks = locks
         self.keeper = keeper
         self.consolidator = consolidator
@@ -256,22 +254,11 @@ class Intake:
         rel = gating.relevance(vector, goal_vector)
         near = await self.episodic.nearest(scope, vector, ("buffer", "longterm"), 1)
         nearest = near[0].similarity if near else -1.0
-        g = self.policy
-        durability = None
-        if self.durable is not None and goal == g.default_goal and not pin:
-            durability = self.durable.judge(vector, content, g.tau_durable)
-        decision = await gating.gate(
-            content,
-            goal,
-            relevance=rel,
-            nearest=nearest,
-            tau_noise=g.tau_noise,
-            tau_context=g.tau_context,
-            second_look=g.second_look,
-            tagger=self.tagger,
-            durability=durability,
-            pin=pin,
-        )
+        if pin:
+            decision = gating.pinned(rel, self.policy.tau_noise)
+        else:
+            gate = self.default_gate if goal == self.policy.default_goal else self.goal_gate
+            decision = await gate.decide(content, goal, vector, rel, nearest)
         if not decision.keep:
             self.thread.wrote(scope, content, now(), None)  # the next turn may answer it
             self.keeper.state.rejected[scope] = self.keeper.state.rejected.get(scope, 0) + 1

@@ -11,13 +11,13 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from cranimem_mcp.gate.goal import gate
+from cranimem_mcp.gate.default import DefaultGate, judged
 from cranimem_mcp.gate.judgment import Durability
-from cranimem_mcp.models import Judgement
 
 pytestmark = pytest.mark.anyio
 DATA = Path(__file__).parent / "data"
@@ -192,42 +192,26 @@ async def test_a_pinned_repeat_pins_the_memory_it_repeats(open_engine):
         assert row.pinned is True and row.importance == 1.0
 
 
-# --- the model's look in the band ---------------------------------------------------------
+# --- the default gate's decision ------------------------------------------------------------
 
 
-class _Judge:
-    """A tagger whose judgement is fixed: what the gate does with a model's answer."""
-
-    def __init__(self, keep: bool, judged_by: str) -> None:
-        self.name, self.calls = "ollama:test", 0
-        self._answer = Judgement(keep=keep, kind="fact", reason="stub", judged_by=judged_by)
-
-    async def judge(self, content: str, goal: str) -> Judgement:
-        self.calls += 1
-        return self._answer
+def _decide(p: float, text: str = "The build uses Node 20."):
+    return judged(text, 0.0, Durability(probability=p, threshold=0.5, health=False))
 
 
-async def _decide(p: float, tagger: _Judge, text: str = "The build uses Node 20."):
-    return await gate(
-        text, "goal", relevance=0.0, nearest=-1.0, tau_noise=0.15, tau_context=0.45,
-        second_look=True, tagger=tagger,
-        durability=Durability(probability=p, threshold=0.5, health=False),
-    )  # fmt: skip
-
-
-async def test_the_classifier_never_rejects_alone_and_no_model_is_asked():
+def test_the_classifier_never_rejects_alone_and_no_model_is_asked():
     """A write the classifier doubts (p below its threshold) is kept as doubtful: the buffer's
     bound and replay decide whether it lasts. On writes from other projects the classifier
-    lost a third of the project facts; "The build uses Node 20." had p 0.01."""
-    no = _Judge(False, "ollama:test")
-    decision = await _decide(0.01, no)
-    assert decision.keep and decision.kind == "doubtful" and no.calls == 0
+    lost a third of the project facts; "The build uses Node 20." had p 0.01. The default gate
+    holds no tagger: no model is asked."""
+    decision = _decide(0.01)
+    assert decision.keep and decision.kind == "doubtful"
     assert "doubtful" in decision.reason and "replay" in decision.reason
-    assert (await _decide(0.9, no)).kind == "fact"
+    assert _decide(0.9).kind == "fact"
+    assert {f.name for f in fields(DefaultGate)} == {"classifier", "tau_durable"}
 
 
-async def test_a_rejection_names_its_rule_and_how_to_insist():
-    yes = _Judge(True, "ollama:test")
-    decision = await _decide(0.9, yes, "Thanks, that makes sense!")
-    assert not decision.keep and decision.stage == "noise" and yes.calls == 0
+def test_a_rejection_names_its_rule_and_how_to_insist():
+    decision = _decide(0.9, "Thanks, that makes sense!")
+    assert not decision.keep and decision.stage == "noise"
     assert "rule: pleasantry" in decision.reason and "pin=true" in decision.reason

@@ -1,0 +1,61 @@
+"""The default gate: for a scope with the default goal, which no single sentence can express.
+
+A write is rejected only when a noise rule recognises it (:mod:`.noise`), each rejection
+naming its rule; all else is kept, and the classifier's P(durable) (:mod:`.judgment`) says
+how durable it looks: a write below its threshold is kept as *doubtful*, at low importance,
+and replay decides (paper B.3). The classifier never rejects: on writes from other projects
+it lost a third of the project facts ("The build uses Node 20": p 0.01). A model's second
+look is for goal scopes (:class:`~cranimem_mcp.gate.goal.GoalGate`). Health and safety facts
+about a person are always kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cranimem_mcp.gate.goal import INSIST, GateDecision
+from cranimem_mcp.gate.judgment import Durability, DurableClassifier
+from cranimem_mcp.gate.noise import noise
+
+
+@dataclass(frozen=True)
+class DefaultGate:
+    """The noise rules and the durable classifier, as a :class:`~cranimem_mcp.gate.goal.Gate`.
+    ``tau_durable``: the P(durable) below which a kept write is doubtful (None: the
+    classifier's own threshold)."""
+
+    classifier: DurableClassifier
+    tau_durable: float | None = None
+
+    async def decide(
+        self, content: str, goal: str, vector: np.ndarray, relevance: float, nearest: float
+    ) -> GateDecision:
+        return judged(content, relevance, self.classifier.judge(vector, content, self.tau_durable))
+
+
+def judged(content: str, relevance: float, d: Durability) -> GateDecision:
+    """The default gate's decision, given the classifier's judgement ``d`` of the write."""
+    p, tau = d.probability, d.threshold
+    if d.health:
+        return GateDecision(
+            True, relevance, tau, "durable", "health",
+            "a health or safety fact about a person: always kept", p,
+        )  # fmt: skip
+    found = noise(content)
+    if found is not None:
+        return GateDecision(
+            False, relevance, tau, "noise", "noise",
+            f"rejected as {found.why} (rule: {found.rule})." + INSIST, p,
+        )  # fmt: skip
+    if p >= tau:
+        return GateDecision(
+            True, relevance, tau, "durable", "fact",
+            f"durable (default gate): p {p:.2f} >= {tau:.2f}", p,
+        )  # fmt: skip
+    return GateDecision(
+        True, relevance, tau, "durable", "doubtful",
+        f"kept as doubtful (default gate): p {p:.2f} < {tau:.2f}, no noise rule applies; "
+        "its importance is low, and replay decides whether it lasts", p,
+    )  # fmt: skip
