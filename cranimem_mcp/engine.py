@@ -35,6 +35,7 @@ from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.records import TIERS
 from cranimem_mcp.buffer.retention import VersionRetention
 from cranimem_mcp.config import Settings
+from cranimem_mcp.conversation.ranking import ConversationRanker
 from cranimem_mcp.conversation.rerank import Rerank
 from cranimem_mcp.conversation.threads import Thread
 from cranimem_mcp.coordination import Background, EngineState, RecallCounts, ScopeLocks, StateKeeper
@@ -78,6 +79,7 @@ from cranimem_mcp.models import (
 )
 from cranimem_mcp.recall import inspection
 from cranimem_mcp.recall.dual_path import DEFAULT_PATHS, PATHS, DualPathRecall, RecallPolicy
+from cranimem_mcp.recall.ranking import HybridRanker, Ranker
 from cranimem_mcp.replay import consistency, forgetting
 from cranimem_mcp.replay.consolidator import ConsolidationPolicy, Consolidator
 from cranimem_mcp.replay.progress import Progress
@@ -187,22 +189,8 @@ class MemoryEngine:
                 min_score=r.min_score,
                 context_ratio=r.context_ratio,
                 half_life_days=settings.temporal.half_life_days,
-                rerank=Rerank(
-                    r.pool,
-                    r.speaker_boost,
-                    r.neighbour_weight,
-                    r.session_hours,
-                    scored=r.fusion == "lift",
-                ),
-                speaker_turns=r.speaker_turns,
-                speaker_rerank=Rerank(
-                    r.speaker_pool,
-                    0.0,
-                    r.speaker_neighbour_weight,
-                    r.session_hours,
-                    scored=r.fusion == "lift",
-                ),
             ),
+            ranker=_ranker(settings, self.episodic),
             embedder=self.embedder,
             cached=self._cached,
             episodic=self.episodic,
@@ -537,6 +525,21 @@ def _policy(settings: Settings, functional: frozenset[str]) -> ConsolidationPoli
         interval_seconds=c.interval_seconds,
         idle_seconds=c.idle_seconds,
     )
+
+
+def _ranker(settings: Settings, episodic: EpisodicStore) -> Ranker:
+    """The episodic path's ranker: conversation-aware when the settings turn on any of its
+    rules (a speaker focus, a speaker's lift, neighbours' lent scores, a wider pool to
+    re-score), else the hybrid search's own order."""
+    r = settings.retrieval
+    scored = r.fusion == "lift"  # the fused score is on the cosine's scale: it is shown
+    rerank = Rerank(r.pool, r.speaker_boost, r.neighbour_weight, r.session_hours, scored=scored)
+    if r.speaker_turns <= 0 and not rerank.active and r.pool == 1:
+        return HybridRanker(episodic, scored)
+    speaker_rerank = Rerank(
+        r.speaker_pool, 0.0, r.speaker_neighbour_weight, r.session_hours, scored=scored
+    )
+    return ConversationRanker(episodic, r.speaker_turns, rerank, speaker_rerank)
 
 
 def _intake_policy(settings: Settings, functional: frozenset[str]) -> IntakePolicy:

@@ -1,5 +1,6 @@
 """The hybrid search of a mirrored scope: the vector half answered by the working set, the
-full-text half by LanceDB, fused by the reranker LanceDB's own hybrid query uses.
+full-text half by LanceDB, fused by the reranker LanceDB's own hybrid query uses; and the
+score a hybrid search's hit shows (:func:`shown`).
 
 Invariant: it ranks as LanceDB's hybrid query over the same rows would (scores normalised
 per half as LanceDB normalises them before it fuses; tests/test_working_set.py checks the
@@ -93,3 +94,14 @@ def lift(
         scored[found.id] = (found, sim, sim + share)
     ranked = sorted(scored.values(), key=lambda es: -es[2])[:limit]
     return [Hit(found, sim, fused) for found, sim, fused in ranked]
+
+
+def shown(hits: Sequence[Hit], scored: bool) -> list[float]:
+    """The score each of ``hits`` (a hybrid search's, best first) shows: its fused score when
+    the fusion is on the cosine's scale and ranks (``scored``: the ``lift`` fusion), else its
+    cosine, lifted a little by its rank (an rrf or linear fused score is on no scale a reader
+    knows, and a context block's ``min_score`` is a cosine)."""
+    return [
+        h.fused if scored else h.similarity + 0.05 * (1.0 - rank / len(hits))
+        for rank, h in enumerate(hits)
+    ]

@@ -20,6 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from cranimem_mcp.buffer import fusion
 from cranimem_mcp.buffer.records import Hit
 from cranimem_mcp.buffer.working_set import Entry
 from cranimem_mcp.conversation.transcript import speaker
@@ -52,10 +53,7 @@ def rerank(
     half: ordering the candidates by cosine alone lost a fifth of the evidence found, R@5
     0.569 -> 0.444 with three candidates per memory). The score shown is the cosine, lifted
     a little by the rank, plus the same lifts."""
-    shown = {
-        h.entry.id: h.fused if policy.scored else h.similarity + 0.05 * (1.0 - rank / len(hits))
-        for rank, h in enumerate(hits)
-    }
+    shown = {h.entry.id: s for h, s in zip(hits, fusion.shown(hits, policy.scored), strict=True)}
     if not policy.active:  # the hybrid search's own order, as the module docstring says
         return [(h.entry, shown[h.entry.id]) for h in hits]
     key = {h.entry.id: h.fused for h in hits}

@@ -1,8 +1,9 @@
 """Dual-path recall (paper B.5): the episodic path and the graph path, merged into one
 compact context block.
 
-Episodic path: LanceDB hybrid search (vector + full-text, fused by reciprocal rank) over the
-scope's buffer (``[recent]``) and long-term memories (``[memory]``). Graph path: the query's
+Episodic path: LanceDB hybrid search (vector + full-text, fused) over the scope's buffer
+(``[recent]``) and long-term memories (``[memory]``), ranked by the :class:`.ranking.Ranker`
+the engine hands in (the hybrid search's order, or conversation-aware). Graph path: the query's
 entities, and those of the best memories, are linked to graph nodes (:func:`link`: any span
 of up to five words that names an entity of the scope, and the speaker for a first-person
 text); a walk of up to ``hops`` collects facts with their support and source memories.
@@ -32,9 +33,8 @@ from rdflib import URIRef
 
 from cranimem_mcp.backends.embeddings import Embedder, EmbeddingCache
 from cranimem_mcp.buffer.episodic import EpisodicStore
-from cranimem_mcp.buffer.working_set import LIVE, Entry
-from cranimem_mcp.conversation import speakers
-from cranimem_mcp.conversation.rerank import Rerank, rerank
+from cranimem_mcp.buffer.working_set import LIVE
+from cranimem_mcp.conversation.speakers import Focus
 from cranimem_mcp.coordination import RecallCounts
 from cranimem_mcp.extraction import linkage, syntax
 from cranimem_mcp.graph.store import GraphStore
@@ -46,61 +46,30 @@ from cranimem_mcp.models import (
 )
 from cranimem_mcp.recall import exact
 from cranimem_mcp.recall.context import floor, render
+from cranimem_mcp.recall.ranking import Ranker
 from cranimem_mcp.temporal import decay
 from cranimem_mcp.validation import now
 
 _WORD = re.compile(r"[\w'’&\-.]+")
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
-NO_RERANK = Rerank()
 SPEAKER = "User"  # the extractors' name for the one who speaks in the first person
-
-
-async def _everyone(
-    episodic: EpisodicStore, scope: str, query: str, qvec: np.ndarray, k: int,
-    as_of: datetime | None, policy: Rerank, tiers: tuple[str, ...], named: frozenset[str],
-) -> list[tuple[Entry, float]]:  # fmt: skip
-    """The hybrid search over every memory of ``tiers``, re-scored by ``policy``."""
-    pool = k * policy.pool
-    limit = pool if as_of is None else 4 * pool
-    hits = await episodic.hybrid(scope, qvec, query, tiers, limit=limit)
-    if as_of is not None:
-        # What was known then: memories of events up to that time.
-        hits = [h for h in hits if h.entry.happened_at <= as_of][:pool]
-    entries = await episodic.live_rows(scope, LIVE) if policy.active and tiers == LIVE else []
-    if as_of is not None:
-        entries = [e for e in entries if e.happened_at <= as_of]
-    # The fused rank orders the candidates; the score is the cosine, lifted a little for the
-    # ones full-text search also found near the top (and by the re-scoring, when it is on).
-    return rerank(hits, entries, named, policy)
 
 
 async def episodic_path(
     episodic: EpisodicStore,
+    ranker: Ranker,
     scope: str,
     query: str,
     qvec: np.ndarray,
     k: int,
     as_of: datetime | None = None,
-    policy: Rerank = NO_RERANK,
     tiers: tuple[str, ...] = LIVE,
-    focus: speakers.Focus | None = None,
-    speaker_policy: Rerank = NO_RERANK,
+    focus: Focus | None = None,
 ) -> list[RecallItem]:
-    """The best ``k`` memories of the hybrid search for ``query`` (embedded as ``qvec``),
-    re-scored by ``policy``. With ``focus`` (the query names speakers of the scope; ``query``
-    is then the query without their names), the speakers' own turns come first: a hybrid
-    search among them, re-scored by ``speaker_policy`` (their neighbours join)."""
-    named = focus.names if focus is not None else frozenset()
-    own: list[tuple[Entry, float]] = []
-    if focus is not None:  # the named speakers' own turns first, then the others
-        own = await speakers.their_turns(
-            episodic, scope, query, qvec, k, as_of, focus, speaker_policy
-        )
-    # Why skip: with k of the speakers' turns in hand, the search over everyone would only
-    # rank below them, past the k returned (-10 to 15 ms a recall at 1k memories).
-    ranked = own if len(own) >= k else speakers.first(
-        own, await _everyone(episodic, scope, query, qvec, k, as_of, policy, tiers, named)
-    )  # fmt: skip
+    """The best ``k`` memories for ``query`` (embedded as ``qvec``) as ``ranker`` ranks them
+    (with ``focus``, the ranker's focus of the query: ``query`` is then the query without the
+    names it gives), the memories holding the query's exact tokens first."""
+    ranked = await ranker.rank(scope, query, qvec, k, as_of, tiers, focus)
     words = exact.tokens(query)
     if words:  # a number or an identifier: the few memories holding it go first
         found = await episodic.text_search(scope, qvec, " ".join(words), tiers, 4 * (k + 1))
@@ -232,15 +201,9 @@ class RecallPolicy:
     max_facts: int
     min_score: float  # below it, nothing is rendered
     half_life_days: float  # of a fact's weight once it has ended
-    rerank: Rerank = NO_RERANK  # how the episodic candidates are re-scored
     # Below this share of the best memory's score, a line is left out of the context block
     # (the items keep the whole ranking of k).
     context_ratio: float = 0.0
-    # A name heading this many memories of the scope is a speaker: when the query names one,
-    # the episodic search leaves the name out of its words and puts the speaker's own turns
-    # first, re-scored by ``speaker_rerank`` (:mod:`.speakers`; 0 = off).
-    speaker_turns: int = 0
-    speaker_rerank: Rerank = NO_RERANK
 
 
 def trash_notice(trashed: list[str], k: int) -> str:
@@ -261,6 +224,7 @@ class DualPathRecall:
         self,
         *,
         policy: RecallPolicy,
+        ranker: Ranker,
         embedder: Embedder,
         cached: EmbeddingCache,
         episodic: EpisodicStore,
@@ -268,6 +232,7 @@ class DualPathRecall:
         recalls: RecallCounts,
     ) -> None:
         self.policy = policy
+        self.ranker = ranker  # how the episodic path ranks (:mod:`.ranking`)
         self.embedder = embedder
         self.cached = cached
         self.episodic = episodic
@@ -299,8 +264,7 @@ class DualPathRecall:
         facts: list[Any] = []
         trashed: list[str] = []
         tiers = (LIVE if "episodic" in paths else ()) + (TRASH if "trash" in paths else ())
-        policy = r.rerank if tiers == LIVE else NO_RERANK
-        focus = {s: await self._focus(s, query) for s in scopes} if tiers == LIVE else {}
+        focus = {s: await self.ranker.focus(s, query, tiers) for s in scopes}
         # The query and what each scope's episodic search looks for, embedded in one call
         # (two texts in one call cost ~8.5 ms here, in two calls ~12 ms; the same vectors).
         texts = list(dict.fromkeys([query] + [f.query for f in focus.values() if f]))
@@ -315,8 +279,8 @@ class DualPathRecall:
                     named = focus.get(s)
                     words = query if named is None else named.query
                     found = await episodic_path(
-                        self.episodic, s, words, vectors[words], k, when, policy, tiers, named,
-                        r.speaker_rerank,
+                        self.episodic, self.ranker, s, words, vectors[words], k, when, tiers,
+                        named,
                     )  # fmt: skip
                 if tiers == LIVE:
                     trashed += await self._trashed(s, query, qvec, found, k, when)
@@ -349,15 +313,6 @@ class DualPathRecall:
             trashed=trashed,
             notice=trash_notice(trashed, k) if trashed else None,
         )
-
-    async def _focus(self, scope: str, query: str) -> speakers.Focus | None:
-        """Who of the scope's speakers the query names, and what the episodic search then
-        looks for (the query without their names); None when it names none (or the policy
-        is off): the query is searched as it is."""
-        if self.policy.speaker_turns <= 0:
-            return None
-        said = await self.episodic.speakers(scope, self.policy.speaker_turns)
-        return speakers.focus(query, said) if said else None
 
     async def _trashed(
         self, scope: str, query: str, qvec: np.ndarray, found: list[RecallItem], k: int,
