@@ -45,8 +45,9 @@ from cranimem_mcp.gate.default import DefaultGate
 from cranimem_mcp.gate.goal import Gate, GoalGate
 from cranimem_mcp.gate.judgment import DurableClassifier
 from cranimem_mcp.gate.tagger import HeuristicTagger
+from cranimem_mcp.graph.journal import JournaledDataset
 from cranimem_mcp.graph.lease import consolidation_lease
-from cranimem_mcp.graph.store import GraphStore
+from cranimem_mcp.graph.store import GraphStore, QuadStore
 from cranimem_mcp.intake import Intake, IntakePolicy
 from cranimem_mcp.models import (
     ENTITY_FACTS,
@@ -125,13 +126,7 @@ class MemoryEngine:
             VersionRetention(e.keep_versions, e.keep_versions_seconds, e.max_disk_ratio),
             shared=e.uri is not None,  # a table at a URI may have other writers (replicas)
         )
-        if settings.graph.store == "sparql":
-            from cranimem_mcp.graph.sparql import SparqlDataset
-
-            g = settings.graph
-            self.graph = GraphStore(store=SparqlDataset(g.query_endpoint, g.update_endpoint))
-        else:
-            self.graph = GraphStore(self.home / "graph")
+        self.graph = GraphStore(self._quad_store())
         self._open_marker = self.home / "open.marker"  # present while open: gone at close
         self._functional = frozenset(settings.temporal.functional_predicates)
         gating = settings.gating  # a scope with its own goal: the paper's gate
@@ -260,6 +255,15 @@ class MemoryEngine:
         logger.warning("default gate off: %s", note)
         self._model_notes["default_gate"] = "off: " + note
         return self._goal_gate
+
+    def _quad_store(self) -> QuadStore:
+        """Where the graph lives, by ``graph.store``: a SPARQL server, or this directory."""
+        g = self.settings.graph
+        if g.store == "sparql":
+            from cranimem_mcp.graph.sparql import SparqlDataset  # rdflib's SPARQL store
+
+            return SparqlDataset(g.query_endpoint, g.update_endpoint)
+        return JournaledDataset(self.home / "graph")
 
     def _check_embedder(self) -> None:
         """Vector spaces never mix: a store remembers the embedder that filled it."""

@@ -14,6 +14,7 @@ import pytest
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.retention import VersionRetention
 from cranimem_mcp.errors import StoreError
+from cranimem_mcp.graph.journal import JournaledDataset
 from cranimem_mcp.graph.store import GraphStore
 from cranimem_mcp.models import Memory
 
@@ -125,7 +126,7 @@ async def test_the_supersession_index_answers_as_the_full_scan(open_engine, tmp_
     assert rows[("User", "lives_in", "Rome")] == (False, None)
     assert rows[("User", "lives_in", "Berlin")][0] is True
     # The same graph files read by a store without memos (the full scan of the records).
-    scanned = GraphStore(home / "graph", memo=False)
+    scanned = GraphStore(JournaledDataset(home / "graph"), memo=False)
     await scanned.open()
     uncached = {
         (f.subject, f.predicate, f.object): (f.superseded, f.valid_to)

@@ -21,13 +21,15 @@ from typing import Any
 import pyoxigraph as ox
 from rdflib import Dataset, Graph, URIRef
 
+from cranimem_mcp.graph.provenance import Provenance
 from cranimem_mcp.graph.rdf_memory import OxMemory
 
 logger = logging.getLogger(__name__)
 
 
 class JournaledDataset:
-    """Not thread-safe: the owner serialises calls."""
+    """The local :class:`~cranimem_mcp.graph.store.QuadStore`. Not thread-safe: the owner
+    serialises calls."""
 
     # The snapshot is rewritten once the journal holds COMPACT_EVERY entries *and* is at
     # least JOURNAL_SHARE of the snapshot's size. Why both: a rewrite costs the whole graph
@@ -52,6 +54,14 @@ class JournaledDataset:
         for entry in self._entries():
             self._apply(entry)
             self.pending += 1
+
+    def close(self) -> None:
+        """Nothing to let go: the journal is opened per commit (a :class:`QuadStore`'s close)."""
+
+    @staticmethod
+    def provenance(ds: Dataset, memo: bool) -> Provenance:
+        """The graph's reads: :class:`Provenance` over the dataset in memory."""
+        return Provenance(ds, memo)
 
     def _entries(self) -> Iterator[dict[str, Any]]:
         """The journal's entries in order, up to a torn last line."""

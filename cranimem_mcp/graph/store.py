@@ -20,8 +20,10 @@ sources and validity, an entity's mentions, the walk from seeds) are
 :class:`~cranimem_mcp.graph.provenance.Provenance`'s; the rules of time it applies (what a new
 value ends, when a memory is outdated) are :mod:`~cranimem_mcp.temporal`'s, the names
 :mod:`~cranimem_mcp.graph.vocabulary`'s, TriG and Turtle :mod:`~cranimem_mcp.graph.rdf_io`'s.
-Persistence is :class:`~cranimem_mcp.graph.journal.JournaledDataset`. IRIs are built by
-percent-encoding; no SPARQL is built from text.
+Where the named graphs live is a :class:`QuadStore` the engine picks and hands in: the local
+:class:`~cranimem_mcp.graph.journal.JournaledDataset` or a SPARQL server's
+:class:`~cranimem_mcp.graph.sparql.SparqlDataset`. IRIs are built by percent-encoding; no
+SPARQL is built from text.
 """
 
 from __future__ import annotations
@@ -33,16 +35,14 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
-from rdflib import RDF, RDFS, Graph, Literal, URIRef
+from rdflib import RDF, RDFS, Dataset, Graph, Literal, URIRef
 
 from cranimem_mcp import temporal
 from cranimem_mcp.errors import StoreError
 from cranimem_mcp.graph import rdf_io as graph_io
-from cranimem_mcp.graph.journal import JournaledDataset
 from cranimem_mcp.graph.provenance import Provenance, ended_facts, record_end
 from cranimem_mcp.graph.vocabulary import (
     REL,
@@ -81,23 +81,40 @@ class LinkStats:
     reinforced: int = 0
 
 
+class QuadStore(Protocol):
+    """Where the graph's named graphs live and how a change reaches them: whole named graphs
+    put or dropped in one commit. Implemented by the local
+    :class:`~cranimem_mcp.graph.journal.JournaledDataset` (rdflib over pyoxigraph, a snapshot
+    and a journal) and :class:`~cranimem_mcp.graph.sparql.SparqlDataset` (a SPARQL server);
+    the engine picks one by ``graph.store``. Not thread-safe: :class:`GraphStore` serialises
+    the calls."""
+
+    ds: Dataset  # what the reads see
+    pending: int  # changes a compaction would fold in (0: nothing to compact)
+
+    def open(self) -> None: ...
+    def close(self) -> None: ...
+    def put(self, iri: URIRef, graph: Graph) -> dict[str, Any]: ...
+    def drop(self, iri: URIRef) -> dict[str, Any]: ...
+    def commit(self, entries: list[dict[str, Any]]) -> None: ...
+    def compact(self) -> None: ...
+
+    def provenance(self, ds: Dataset, memo: bool) -> Provenance:
+        """The graph's reads (``memo``: keep what was read, where the store can)."""
+        ...
+
+
 class GraphStore:
     """The RDF knowledge graph with per-memory provenance. All public methods are async."""
 
-    def __init__(
-        self, path: Path | None = None, store: Any = None, memo: bool | None = None
-    ) -> None:
-        """``path``: the local journaled store's directory; or ``store``, any object with
-        JournaledDataset's small interface (``ds``, ``open``, ``put``, ``drop``, ``commit``,
-        ``compact``, ``pending``), e.g. :class:`~cranimem_mcp.graph.sparql.SparqlDataset`."""
-        self._store = store if store is not None else JournaledDataset(path)
+    def __init__(self, store: QuadStore, memo: bool = True) -> None:
+        """``store``: where the named graphs live (:class:`QuadStore`). ``memo``: the reads
+        keep memos (the local store's; a SPARQL server's reads keep their own while its
+        generation holds)."""
+        self._store = store
         self._ds = self._store.ds
         self._lock = anyio.Lock()
-        # A store may answer the reads itself (SparqlDataset: a query per batch, kept while
-        # the server's generation holds); else they are Provenance's over the dataset, with
-        # memos for the local store unless told otherwise.
-        reads = getattr(self._store, "provenance", Provenance)
-        self._reads = reads(self._ds, store is None if memo is None else memo)
+        self._reads = store.provenance(self._ds, memo)
 
     def _commit(self, entries: list[Any]) -> None:
         before = self._reads.changing(entries)
@@ -114,9 +131,7 @@ class GraphStore:
 
     async def close(self) -> None:
         # First, before any checkpoint (the engine's close may already be cancelled here).
-        close = getattr(self._store, "close", None)  # SparqlDataset: its connections
-        if close is not None:
-            close()
+        self._store.close()  # SparqlDataset: its connections
         async with self._lock:
             if self._store.pending:
                 await self._run(self._store.compact)
