@@ -266,3 +266,80 @@ def test_no_print_in_the_package_outside_the_cli():
             if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"
         ]  # fmt: skip
         assert not calls, f"print() in {path}"
+
+
+# The stage seams where there are real alternatives: each protocol (the module that declares
+# it) and its implementations (the module of each). The engine builds the one the settings
+# pick and hands it to the stage that uses it; that stage names only the protocol.
+SEAMS = {
+    "Gate": ("gate.goal", {"GoalGate": "gate.goal", "DefaultGate": "gate.default"}),
+    "Ranker": (
+        "recall.ranking",
+        {"HybridRanker": "recall.ranking", "ConversationRanker": "conversation.ranking"},
+    ),
+    "QuadStore": (
+        "graph.store",
+        {"JournaledDataset": "graph.journal", "SparqlDataset": "graph.sparql"},
+    ),
+}
+# Who else builds an implementation, and why.
+BUILDERS = {
+    ("SparqlDataset", "cranimem_mcp.graph.rewrite"): "the hard forget copies a server's quads"
+    " into a fresh store (not the engine's graph)",
+}
+
+
+def _class(module: str, name: str) -> type:
+    import importlib
+
+    return getattr(importlib.import_module(f"cranimem_mcp.{module}"), name)
+
+
+def _parameters(fn: object) -> list[str]:
+    import inspect
+
+    return [p for p in inspect.signature(fn).parameters if p != "self"]  # type: ignore[arg-type]
+
+
+def test_each_seam_is_a_protocol_its_implementations_speak():
+    from typing import Protocol
+
+    for protocol, (module, implementations) in SEAMS.items():
+        proto = _class(module, protocol)
+        assert Protocol in proto.__bases__, f"{protocol} is no Protocol"
+        methods = [n for n, v in vars(proto).items() if callable(v) and not n.startswith("_")]
+        assert methods, protocol
+        for name, where in implementations.items():
+            impl = _class(where, name)
+            for method in methods:
+                theirs = getattr(impl, method, None)
+                assert callable(theirs), f"{name} lacks {protocol}.{method}"
+                assert _parameters(theirs) == _parameters(getattr(proto, method)), (
+                    f"{name}.{method} takes {_parameters(theirs)}, {protocol}.{method} "
+                    f"{_parameters(getattr(proto, method))}"
+                )
+
+
+def test_only_the_engine_builds_and_names_a_seams_implementations():
+    """The stages receive a seam's implementation; none builds or imports one itself."""
+    owners = {name: f"cranimem_mcp.{where}" for _p, (_m, impls) in SEAMS.items()
+              for name, where in impls.items()}  # fmt: skip
+    built: dict[str, set[str]] = {name: set() for name in owners}
+    bad = []
+    for module, path in sources().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            named: list[str] = []
+            if isinstance(node, ast.Call):
+                named = [getattr(node.func, "id", None) or getattr(node.func, "attr", "")]
+            elif isinstance(node, ast.ImportFrom):
+                named = [a.name for a in node.names]
+            for name in set(named) & set(owners):
+                if isinstance(node, ast.Call):
+                    built[name].add(module)
+                if module in {owners[name], "cranimem_mcp.engine"}:
+                    continue
+                if (name, module) not in BUILDERS:
+                    bad.append(f"{path.relative_to(PACKAGE)}:{node.lineno} names {name}")
+    assert not bad, "\n".join(bad)
+    unbuilt = sorted(n for n, where in built.items() if "cranimem_mcp.engine" not in where)
+    assert not unbuilt, f"the engine builds none of {unbuilt}: how is it picked?"

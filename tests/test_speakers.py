@@ -11,9 +11,12 @@ from conftest import connected
 
 from cranimem_mcp.buffer.working_set import Entry, ScopeSet
 from cranimem_mcp.conversation import speakers
+from cranimem_mcp.conversation.ranking import ConversationRanker
+from cranimem_mcp.conversation.rerank import Rerank
 from cranimem_mcp.conversation.transcript import speaker
 from cranimem_mcp.models import Fact, RecallItem
 from cranimem_mcp.recall.context import render
+from cranimem_mcp.recall.ranking import HybridRanker
 
 pytestmark = pytest.mark.anyio
 
@@ -130,6 +133,25 @@ async def test_a_question_about_a_speaker_finds_what_they_said_first(open_engine
             assert first == CONVERSATION[1]
         else:
             assert first != CONVERSATION[1]
+
+
+async def test_with_its_rules_off_the_conversation_ranker_ranks_as_the_plain_one(open_engine):
+    """The engine picks the plain ranker when no conversation rule is on; the conversation
+    ranker with every rule off ranks as it does (the seam changes no ranking)."""
+    async with open_engine(gating=KEEP_ALL, episodic=OWN_VECTORS) as engine:
+        for text in [*CONVERSATION, "Note: the backups run nightly at 02:00."]:
+            await engine.remember(text, scope="chat")
+        plain = HybridRanker(engine.episodic)
+        off = ConversationRanker(engine.episodic, 0, Rerank(), Rerank())
+        query = "How does Ann relax with her kids?"
+        (qvec,) = await engine.embedder.embed([query])
+        for tiers in [("buffer", "longterm"), ("buffer", "longterm", "trash")]:
+            for as_of in [None, WHEN]:
+                args = ("chat", query, qvec, 4, as_of, tiers)
+                assert await off.focus("chat", query, tiers) is None
+                ranked = await plain.rank(*args, None)
+                assert len(ranked) == 4
+                assert ranked == await off.rank(*args, None)
 
 
 async def _write_conversation(client) -> None:
