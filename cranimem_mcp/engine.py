@@ -34,6 +34,7 @@ from cranimem_mcp.backends.llm import Extractor, Tagger
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.records import TIERS
 from cranimem_mcp.buffer.retention import VersionRetention
+from cranimem_mcp.buffer.table import LocalTable, SharedTable
 from cranimem_mcp.config import Settings
 from cranimem_mcp.conversation.ranking import ConversationRanker
 from cranimem_mcp.conversation.rerank import Rerank
@@ -116,15 +117,14 @@ class MemoryEngine:
         self._model_notes = dict(model_notes or {})  # why each model was chosen (stats)
         e = settings.episodic
         self.episodic = EpisodicStore(
-            e.uri or self.home / "episodic",
+            # A table at a URI may have other writers (replicas); else it is this directory's.
+            SharedTable(e.uri, e.storage_options) if e.uri else LocalTable(self.home / "episodic"),
             self.embedder.dim,
-            e.storage_options,
             e.working_set_rows,
             settings.retrieval.fusion,
             settings.retrieval.vector_weight,
             settings.retrieval.text_lift,
             VersionRetention(e.keep_versions, e.keep_versions_seconds, e.max_disk_ratio),
-            shared=e.uri is not None,  # a table at a URI may have other writers (replicas)
         )
         self.graph = GraphStore(self._quad_store())
         self._open_marker = self.home / "open.marker"  # present while open: gone at close

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from servers import s3_server  # noqa: E402
 
 from cranimem_mcp.buffer.episodic import EpisodicStore  # noqa: E402
+from cranimem_mcp.buffer.table import LocalTable, SharedTable  # noqa: E402
 from cranimem_mcp.models import Memory  # noqa: E402
 from cranimem_mcp.validation import content_hash, new_id  # noqa: E402
 
@@ -57,8 +58,9 @@ def ms(samples: list[float]) -> str:
 
 async def measure(name: str, path: str, options: dict, shared: bool, rows: int, writes: int):
     rng = np.random.default_rng(0)
-    store = EpisodicStore(path, DIM, options, shared=shared)
-    other = EpisodicStore(path, DIM, options, shared=shared)  # a second replica
+    where = SharedTable(path, options) if shared else LocalTable(Path(path))
+    store = EpisodicStore(where, DIM)
+    other = EpisodicStore(where, DIM)  # a second replica
     await store.open()
     await other.open()
     await store.add([memory(i, rng) for i in range(rows)])

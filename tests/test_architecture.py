@@ -281,11 +281,16 @@ SEAMS = {
         "graph.store",
         {"JournaledDataset": "graph.journal", "SparqlDataset": "graph.sparql"},
     ),
+    "TableLocation": (
+        "buffer.table",
+        {"LocalTable": "buffer.table", "SharedTable": "buffer.table"},
+    ),
 }
 # Who else builds an implementation, and why.
 BUILDERS = {
     ("SparqlDataset", "cranimem_mcp.graph.rewrite"): "the hard forget copies a server's quads"
     " into a fresh store (not the engine's graph)",
+    ("LocalTable", "cranimem_mcp.cli.doctor"): STORE_ACCESS["cli"],
 }
 
 

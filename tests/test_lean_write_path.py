@@ -13,6 +13,7 @@ import pytest
 
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.retention import VersionRetention
+from cranimem_mcp.buffer.table import LocalTable
 from cranimem_mcp.errors import StoreError
 from cranimem_mcp.graph.journal import JournaledDataset
 from cranimem_mcp.graph.store import GraphStore
@@ -35,7 +36,9 @@ def row(i: int) -> Memory:
 
 
 async def test_old_versions_are_bounded_by_count_and_no_row_is_lost(tmp_path):
-    store = EpisodicStore(tmp_path / "t", 8, retention=VersionRetention(count=5, max_ratio=1e9))
+    store = EpisodicStore(
+        LocalTable(tmp_path / "t"), 8, retention=VersionRetention(count=5, max_ratio=1e9)
+    )
     await store.open()
     for i in range(40):
         await store.add([row(i)])
@@ -48,7 +51,9 @@ async def test_old_versions_are_bounded_by_count_and_no_row_is_lost(tmp_path):
 
 
 async def test_the_folder_is_held_within_its_ratio_of_the_live_data(tmp_path):
-    store = EpisodicStore(tmp_path / "t", 8, retention=VersionRetention(count=1000, max_ratio=3))
+    store = EpisodicStore(
+        LocalTable(tmp_path / "t"), 8, retention=VersionRetention(count=1000, max_ratio=3)
+    )
     await store.open()
     for i in range(40):
         await store.add([row(i)])
@@ -62,7 +67,7 @@ async def test_the_folder_is_held_within_its_ratio_of_the_live_data(tmp_path):
 
 
 async def test_maintenance_waits_until_enough_has_changed(tmp_path):
-    store = EpisodicStore(tmp_path / "t", 8)
+    store = EpisodicStore(LocalTable(tmp_path / "t"), 8)
     await store.open()
     for i in range(5):
         await store.add([row(i)])
@@ -79,11 +84,11 @@ async def test_commits_left_by_earlier_processes_count_towards_maintenance(tmp_p
     # A one-shot command commits a write or two and exits: counting only its own commits,
     # no process ever came due, and the directory was never compacted.
     for start in range(0, 40, 4):  # ten short-lived "processes", four writes each
-        store = EpisodicStore(tmp_path / "t", 8)
+        store = EpisodicStore(LocalTable(tmp_path / "t"), 8)
         await store.open()
         for i in range(start, start + 4):
             await store.add([row(i)])
-    reopened = EpisodicStore(tmp_path / "t", 8)
+    reopened = EpisodicStore(LocalTable(tmp_path / "t"), 8)
     await reopened.open()
     assert reopened.maintenance_due()
     assert await reopened.maintain(force=False)

@@ -15,6 +15,7 @@ from conftest import free_port, make_settings
 from mcp import Client
 
 from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.buffer.table import LocalTable, SharedTable
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.models import Memory
 from cranimem_mcp.server.tools import build_server
@@ -36,7 +37,7 @@ def memory(text: str, scope: str = "s") -> Memory:
 
 
 def store(location: dict, **kwargs) -> EpisodicStore:
-    return EpisodicStore(location["uri"], DIM, location["storage_options"], shared=True, **kwargs)
+    return EpisodicStore(SharedTable(location["uri"], location["storage_options"]), DIM, **kwargs)
 
 
 @pytest.mark.slow  # over ~5 s
@@ -206,7 +207,8 @@ async def test_a_table_made_before_the_key_gets_it_computed_for_every_row(
     live, trashed = memory("I like tea."), replace(memory("I like coffee."), tier="trash")
     db = lancedb.connect(uri, storage_options=options)
     db.create_table("memories", to_arrow([live, trashed], full, DIM).select(older.names))
-    s = EpisodicStore(uri, DIM, options, shared=bool(episodic_location))
+    where = SharedTable(uri, options) if episodic_location else LocalTable(Path(uri))
+    s = EpisodicStore(where, DIM)
     await s.open()
     keys = {r["id"]: r[LIVE_KEY] for r in s._table.search().select(["id", LIVE_KEY]).to_list()}
     assert keys == {live.id: f"s/{live.content_hash}", trashed.id: trashed.id}
@@ -226,7 +228,7 @@ async def test_the_example_replica_configuration_opens_its_bucket(s3, tmp_path):
     bucket = e.uri.removeprefix("s3://").split("/")[0]
     s3.location(bucket)  # the bucket is made
     options = {**e.storage_options, "aws_endpoint": s3.url}
-    s = EpisodicStore(e.uri, DIM, options, e.working_set_rows, shared=True)
+    s = EpisodicStore(SharedTable(e.uri, options), DIM, e.working_set_rows)
     await s.open()
     assert await s.insert(memory("I like tea."))
     assert (await s.find_hash("s", content_hash("I like tea."))) is not None
@@ -239,7 +241,7 @@ async def test_a_tier_changed_in_place_moves_the_key_with_it(tmp_path, episodic_
     from cranimem_mcp.buffer.records import LIVE_KEY
 
     uri = episodic_location.get("uri", str(tmp_path / "t"))
-    s = EpisodicStore(uri, DIM, episodic_location.get("storage_options"), shared=True)
+    s = EpisodicStore(SharedTable(uri, episodic_location.get("storage_options") or {}), DIM)
     await s.open()
     first = memory("I like tea.")
     assert await s.insert(first)
@@ -265,7 +267,7 @@ async def test_a_shared_tables_commits_may_retry_their_conflicts_for_minutes(tmp
         return execute(self, new_data, *args, **kwargs)
 
     monkeypatch.setattr(LanceMergeInsertBuilder, "execute", recording)
-    s = EpisodicStore(str(tmp_path / "t"), DIM, {}, shared=True)
+    s = EpisodicStore(SharedTable(str(tmp_path / "t")), DIM)
     await s.open()
     first = memory("I like tea.")
     assert await s.insert(first)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.buffer.table import LocalTable, SharedTable
 from cranimem_mcp.buffer.working_set import LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 from cranimem_mcp.errors import StoreError
 from cranimem_mcp.models import Memory
@@ -142,9 +143,9 @@ def at(location: dict, folder) -> dict:
     """Where a store of this test lives: ``folder``, or a table of its own in the test's S3
     bucket (``episodic_location``), shared as replicas share it."""
     if not location:
-        return {"path": folder}
+        return {"location": LocalTable(folder)}
     uri = f"{location['uri']}/{folder.name}"
-    return {"path": uri, "storage_options": location["storage_options"], "shared": True}
+    return {"location": SharedTable(uri, location["storage_options"])}
 
 
 async def _mirror_matches_table(store: EpisodicStore, scope: str) -> None:

@@ -22,7 +22,6 @@ import re
 import warnings
 from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -57,7 +56,7 @@ from cranimem_mcp.buffer.retention import (
     maintenance_due,
     over_disk_ratio,
 )
-from cranimem_mcp.buffer.table import connect, open_table
+from cranimem_mcp.buffer.table import TableLocation, open_table
 from cranimem_mcp.buffer.working_set import FIELDS, LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 from cranimem_mcp.conversation.transcript import turns_by_speaker
 from cranimem_mcp.errors import StoreError
@@ -78,35 +77,33 @@ class EpisodicStore:
 
     def __init__(
         self,
-        path: Path | str,
+        location: TableLocation,
         dim: int,
-        storage_options: dict[str, str] | None = None,
         working_set_rows: int = 100_000,
         fusion: str = "rrf",
         vector_weight: float = 0.7,
         text_lift: float = 0.2,
         retention: VersionRetention | None = None,
-        shared: bool = False,
     ) -> None:
-        """``path``: a local directory, or any LanceDB URI (``s3://bucket/prefix``, ...)
-        with its ``storage_options``. ``working_set_rows`` bounds the in-memory copy of
-        live memories that answers the hot-path questions (0: always ask LanceDB).
+        """``location``: where the table lives, and whether other processes write it
+        (:class:`~cranimem_mcp.buffer.table.LocalTable` or
+        :class:`~cranimem_mcp.buffer.table.SharedTable`). ``working_set_rows`` bounds the
+        in-memory copy of live memories that answers the hot-path questions (0: always ask
+        LanceDB).
         ``fusion`` ("rrf" or "linear", with ``vector_weight``) picks the LanceDB reranker
         that fuses the vector and full-text halves of :meth:`hybrid`; "lift" scores each
         candidate by its cosine plus ``text_lift`` times its share of the best full-text score
         (:func:`~cranimem_mcp.buffer.fusion.lift`). ``retention``: what
-        :meth:`maintain` keeps of old table versions. ``shared``: other processes write the
-        table too (see the module docstring)."""
-        self._path = path
+        :meth:`maintain` keeps of old table versions."""
+        self._location = location
         self._retention = retention or VersionRetention()
         self._commits = 0  # commits since the last maintenance
         self._rows = 0  # live rows at the last maintenance
         self._dim = dim
-        self._storage_options = dict(storage_options or {})
         self._db: Any = None
         self._table: Any = None
         self._lock = anyio.Lock()
-        self._shared = shared
+        self._shared = location.shared  # see the module docstring
         self._version: int | None = None  # of the table the working set matches (shared)
         self._ws = WorkingSet(dim, working_set_rows)
         self._schema = schema(dim)
@@ -122,9 +119,7 @@ class EpisodicStore:
 
     def _open_sync(self) -> None:
         try:
-            if isinstance(self._path, Path):
-                self._path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._db = connect(self._path, self._storage_options, self._shared)
+            self._db = self._location.connect()
             self._table = open_table(self._db, TABLE, self._schema)
             self._rows = self._table.count_rows()
             self._commits = commits_before(self._table, self._retention)
@@ -133,7 +128,7 @@ class EpisodicStore:
             raise
         except Exception as exc:  # lance raises bare OSError/RuntimeError/ValueError
             why = reason(exc)
-            raise StoreError(f"cannot open the episodic store at {self._path}: {why}") from exc
+            raise StoreError(f"cannot open the episodic store at {self._location}: {why}") from exc
 
     async def _write(self, fn: Any, *args: Any, follow: Any = None) -> Any:
         """Run a change under the write lock; ``follow()`` then applies it to the working
@@ -333,9 +328,9 @@ class EpisodicStore:
         return True
 
     def _over_disk_ratio(self) -> bool:
-        if not isinstance(self._path, Path):
+        folder = self._location.disk_folder(TABLE)
+        if folder is None:
             return False
-        folder = self._path / f"{TABLE}.lance"
         return over_disk_ratio(folder, self._table, self._retention.max_ratio)
 
     def _reopen(self) -> None:
@@ -344,7 +339,7 @@ class EpisodicStore:
         handle lets the old one go. Measured with scripts/measure_rss.py (1,000 writes of
         the soak's stream): 193 -> 440 MB with one handle, 193 -> 281 MB reopened at every
         consolidation. Reads in flight keep the old handle until they finish."""
-        db = connect(self._path, self._storage_options, self._shared)
+        db = self._location.connect()
         table = db.open_table(TABLE)
         self._db, self._table = db, table
 

@@ -1,5 +1,9 @@
-"""Opening the episodic table: the connection, the table made if absent, the columns added
-since an older version made it, and its indexes.
+"""Opening the episodic table: where it lives (a :class:`TableLocation`), the connection,
+the table made if absent, the columns added since an older version made it, and its indexes.
+
+Where it lives is the engine's choice (``episodic.uri``): a :class:`LocalTable`, a directory
+this process alone writes (unset: ``<home>/episodic``), or a :class:`SharedTable`, a LanceDB
+URI (object storage, or any path) that other processes, replicas, write too.
 
 Invariant: opening is idempotent. Replicas that start at once on a fresh table (on object
 storage, say) all open the one table: the first makes it and each index, the others find
@@ -9,9 +13,10 @@ them made, however they lost the race (tests/test_object_store.py starts eight a
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import pyarrow as pa
 
@@ -21,6 +26,61 @@ from cranimem_mcp.buffer.records import LIVE_KEY, LIVE_KEY_SQL, SCALAR_INDEXES
 from cranimem_mcp.errors import StoreError
 
 logger = logging.getLogger(__name__)
+
+
+class TableLocation(Protocol):
+    """Where the episodic table lives, and whether other processes write it."""
+
+    # Other processes write the table: the store reads its latest version, stores a new text
+    # by a merge on the live key, and drops its working set when another's commit moved the
+    # version (the episodic store's docstring).
+    shared: bool
+
+    def connect(self) -> Any:
+        """The LanceDB database that holds the table (a local directory is made if absent)."""
+        ...
+
+    def disk_folder(self, table: str) -> Path | None:
+        """The table's files on this machine's disk (None: elsewhere, so no bound on the disk
+        its old versions take)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalTable:
+    """A directory of this machine that this process alone writes."""
+
+    path: Path
+    shared: ClassVar[bool] = False
+
+    def connect(self) -> Any:
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return connect(self.path, {}, shared=False)
+
+    def disk_folder(self, table: str) -> Path | None:
+        return self.path / f"{table}.lance"
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+@dataclass(frozen=True)
+class SharedTable:
+    """A LanceDB URI (``s3://bucket/prefix``, ..., or a path) with its ``storage_options``,
+    that other processes write too."""
+
+    uri: str
+    storage_options: dict[str, str] = field(default_factory=dict)
+    shared: ClassVar[bool] = True
+
+    def connect(self) -> Any:
+        return connect(self.uri, self.storage_options, shared=True)
+
+    def disk_folder(self, table: str) -> Path | None:
+        return None
+
+    def __str__(self) -> str:
+        return self.uri
 
 
 def connect(path: Path | str, storage_options: dict[str, str], shared: bool) -> Any:

@@ -38,6 +38,7 @@ from cranimem_mcp.backends.ollama import (
     prompts_dir,
 )
 from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.buffer.table import LocalTable
 from cranimem_mcp.config import Settings
 from cranimem_mcp.conversation import threads
 from cranimem_mcp.coordination import load_state, save_state
@@ -172,7 +173,7 @@ async def _check_store(settings: Settings) -> list[Check]:
                 "set [models] embedder back, or re-embed: cranimem-mcp reembed",
             )
         )
-    store = EpisodicStore(settings.home / "episodic", int(known["dim"]))
+    store = EpisodicStore(LocalTable(settings.home / "episodic"), int(known["dim"]))
     try:
         await store.open()
         census = await store.census()
@@ -270,10 +271,10 @@ async def reembed(settings: Settings, target: Embedder) -> tuple[str, str, int]:
     backup = settings.home / "episodic.before-reembed"
     if tmp_dir.exists():
         shutil.rmtree(tmp_dir)
-    old = EpisodicStore(old_dir, int(known["dim"]))
+    old = EpisodicStore(LocalTable(old_dir), int(known["dim"]))
     await old.open()
     rows = await old.rows(where=None)
-    fresh = EpisodicStore(tmp_dir, target.dim)
+    fresh = EpisodicStore(LocalTable(tmp_dir), target.dim)
     await fresh.open()
     # A turn is embedded with the one it follows, as the write path did (:mod:`.threads`).
     vectors = await threads.embed_all(target, rows)
