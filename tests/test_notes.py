@@ -10,6 +10,8 @@ rejected."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import connected
 
@@ -109,3 +111,27 @@ async def test_a_negation_in_a_note_attaches_to_what_it_negates(open_engine):
             assert not set(absent) & facts, (text, set(absent) & facts)
         names = {node.id.lower() for node in graph.nodes}
         assert not names & LABELS, names & LABELS
+
+
+
+async def test_a_recall_returns_k_items_and_the_model_reads_the_strong_ones(open_engine):
+    """What the model reads is the context block (the tool's text), not the JSON of every
+    item: the matches that bear on the question, each with its id, score and day. The
+    structured content keeps the whole ranking of k: no score floor makes a recall shorter
+    than k while the store holds k."""
+    async with connected(open_engine) as (client, _engine):
+        for text in NOTES:
+            await client.call_tool("remember", {"content": text})
+        shorter = 0
+        for question in QUESTIONS:
+            result = await client.call_tool("recall", {"query": question, "k": 8})
+            items = result.structured_content["items"]
+            assert len(items) == 8, (question, len(items))
+            (text,) = result.content
+            assert text.text == result.structured_content["context"]
+            lines = [ln for ln in text.text.splitlines() if ln.startswith(("[recent", "[memory"))]
+            assert lines and lines[0].split()[1] == items[0]["id"]
+            assert re.match(r"\[recent m_\w+ \d\.\d\d \d{4}-\d\d-\d\d\] ", lines[0]), lines[0]
+            shorter += len(lines) < len(items)
+        # The block leaves weak matches out: most questions read fewer lines than items.
+        assert shorter >= len(QUESTIONS) // 2, shorter

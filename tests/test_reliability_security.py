@@ -164,7 +164,7 @@ async def test_stored_labels_tags_and_line_breaks_cannot_pose_as_the_server(tmp_
         tmp_path / "d",
         gating={"tau_noise": -1.0, "default_gate": False},
         consolidation={"tau_consolidation": 0.0},
-        retrieval={"min_score": -1.0},
+        retrieval={"min_score": -1.0, "context_ratio": 0.0},
     )
     async with MemoryEngine(
         settings, embedder=minilm, extractor=HostileExtractor(), background=False
