@@ -223,6 +223,9 @@ class MemoryEngine:
             # close was cancelled before it began: a reopen replayed the whole journal).
             stack.push_async_callback(self.graph.close)
             self._background.attach(await stack.enter_async_context(anyio.create_task_group()))
+            # The bound holds before the first call (a replay may start background work).
+            for scope, n in (await self._consolidator.keep_bounds()).items():
+                logger.warning("buffer of %s was past capacity at open: %d replayed", scope, n)
             if self._background.enabled and self.settings.consolidation.interval_seconds > 0:
                 self._background.start_soon(self._consolidator.schedule)
             self._stack = stack.pop_all()

@@ -108,7 +108,9 @@ class Intake:
         bound. The arguments are the engine's ``remember``'s, already checked at its door
         (``said``: its ``said_at``)."""
         result = await self._admit(content, scope, goal, source, tags, pin, said)
-        await self.consolidator.maintain_inline()  # outside the scope lock, as a run takes it
+        # Outside the scope lock: making room and maintenance take it or the run's lock.
+        size = result.buffer.size if result.status == "stored" else None
+        await self.consolidator.after_write(scope, size)
         return result
 
     async def _admit(
@@ -207,8 +209,10 @@ class Intake:
                 self.policy.functional,
                 await self._unlinked_relations(scope, quick.relations),
             )
-            evicted = await self.consolidator.evict_overflow(scope)
+            # Past capacity only if the background has not made room yet (or there is none).
             size = await self.episodic.count(scope, ("buffer",))
+            evicted = await self.consolidator.evict_overflow(scope, size)
+            size -= len(evicted)  # each went to long-term memory or the trash
         logger.info("stored %s in %s relevance=%.3f base=%.3f", memory_id, scope, rel, utility.base)
         self.consolidator.note_write(scope)
         return RememberResult(

@@ -135,6 +135,10 @@ async def verify(home: Path, acked: set[str]) -> list[str]:
     async with MemoryEngine(
         settings_for(home), embedder=HashEmbedder(), background=False
     ) as engine:
+        capacity = engine.settings.episodic.capacity
+        for scope in ("default", "work"):  # held from the open on, before any write
+            if (n := await engine.episodic.count(scope, ("buffer",))) > capacity:
+                problems.append(f"{scope}'s buffer holds {n} items at capacity {capacity}")
         rows = {r.id: r for r in await engine.episodic.scope_rows(None, None)}
         problems += [f"acknowledged write {i} is lost" for i in sorted(acked - set(rows))]
         problems += await engine.check()

@@ -308,6 +308,10 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def p95(xs: list[float]) -> float:
+    return sorted(xs)[int(len(xs) * 0.95)]
+
+
 def p50(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -359,6 +363,8 @@ async def measure(peer: Peer, n: int, extra: int, queries: int, log: Callable) -
                                     f"load {loadavg()}")  # fmt: skip
                         out["ingest_s"] = time.perf_counter() - t_ingest + out["first_call_s"]
                         out["ingest_p50_ms"] = p50(stores) * 1e3
+                        out["ingest_p95_ms"] = p95(stores) * 1e3
+                        out["ingest_max_ms"] = max(stores) * 1e3
                         at_n = [
                             await call(session, *peer.store(facts[n + j], n + j))
                             for j in range(extra)
@@ -401,6 +407,8 @@ def table(results: list[dict], n: int, extra: int, queries: int) -> str:
         (f"search p50, k=10 ({queries} queries)", lambda r: f"{r['search_p50_ms']:.1f} ms"),
         (f"whole ingest of {n}, one call each", lambda r: f"{r['ingest_s']:.1f} s"),
         ("store p50 during the ingest", lambda r: f"{r['ingest_p50_ms']:.1f} ms"),
+        ("store p95 during the ingest (max)",
+         lambda r: f"{r.get('ingest_p95_ms', 0):.0f} ms ({r.get('ingest_max_ms', 0):.0f})"),
         ("stores not kept (refused, duplicate)", lambda r: f"{r['refused']} of {n + extra}"),
         (f"searches with no hit (of {queries + 1})", lambda r: f"{r['empty_searches']}"),
         ("peak RSS, process tree (largest VmHWM)",

@@ -47,6 +47,43 @@ async def test_buffer_never_exceeds_capacity_and_overflow_goes_through_replay(op
         assert {rows[i].tier for i in ids[3:]} == {"buffer"}
 
 
+async def test_a_server_makes_room_after_the_write_that_fills_the_buffer(open_engine):
+    # Capacity 3 with room made by a batch of at least one: the write that fills the
+    # buffer answers at once; the oldest item goes through replay in the background.
+    sections = {"episodic": {"capacity": 3}, "consolidation": {"every_n_writes": 0}}
+    async with open_engine(background=True, **sections) as engine:
+        await engine.set_goal(TRIP)
+        results = []
+        for text in TRIP_FACTS:
+            results.append(await engine.remember(text))
+            assert results[-1].buffer.size <= 3
+            assert await engine.episodic.count("default", ("buffer",)) <= 3
+            await engine.wait_idle()  # room made: the next write evicts nothing inline
+        assert all(r.status == "stored" and r.evicted == [] for r in results)
+        assert await engine.episodic.count("default", ("buffer",)) == 2
+        rows = {r.id: r for r in await engine.episodic.scope_rows("default", None)}
+        assert len(rows) == 6  # none silently dropped
+        replayed = [r for r in results if rows[r.id].tier != "buffer"]
+        assert [r.id for r in replayed] == [r.id for r in results[:4]]  # oldest first
+        assert all(rows[r.id].replay_score is not None for r in replayed)
+
+
+async def test_a_buffer_past_capacity_at_open_is_replayed_before_any_call(open_engine, tmp_path):
+    # A process killed between its write and the eviction left a buffer past capacity (as
+    # does a capacity lowered since): the next open replays the oldest items first.
+    home = tmp_path / "data"
+    no_runs = {"every_n_writes": 0}
+    async with open_engine(home=home, episodic={"capacity": 6}, consolidation=no_runs) as engine:
+        await engine.set_goal(TRIP)
+        ids = [(await engine.remember(text)).id for text in TRIP_FACTS]
+    async with open_engine(home=home, episodic={"capacity": 4}, consolidation=no_runs) as engine:
+        assert await engine.episodic.count("default", ("buffer",)) == 4
+        rows = {r.id: r for r in await engine.episodic.scope_rows("default", None)}
+        assert sorted(rows) == sorted(ids)
+        assert [i for i in ids if rows[i].tier != "buffer"] == ids[:2]
+        assert await engine.check() == []
+
+
 @pytest.mark.object_store  # also on S3 (moto)
 async def test_exact_duplicate_is_merged_not_stored_twice(open_engine):
     async with open_engine() as engine:

@@ -16,7 +16,12 @@ fenced by the server, LanceDB ones checked just before.
 The buffer is hard-bounded: after a write or a restore (under the scope lock) a scope's
 buffer holds at most ``capacity`` items, those claimed by a running consolidation
 included. Claimed items stay until their run applies its decisions, so the oldest free
-items make room, through replay (promoted or trashed), never silently dropped.
+items make room, through replay (promoted or trashed), never silently dropped. With
+background work, a write that fills the buffer returns first and a background task makes
+room for the next writes, a batch at once (:data:`ROOM_SHARE`); a write finding the buffer
+still full evicts inline, so the bound never waits on the background. A process killed
+between a write and its eviction left one item too many: the engine restores the bound at
+open (:meth:`Consolidator.keep_bounds`), before it serves a call.
 """
 
 from __future__ import annotations
@@ -57,6 +62,11 @@ logger = logging.getLogger(__name__)
 
 # Facts embedded ahead per consolidation run and scope (the engine's cache keeps 4,096).
 FACTS_EMBEDDED_PER_RUN = 1024
+
+# A full buffer is made room in by this share of its capacity at once (at least one item),
+# after the write that filled it has its answer. Why: one replay per batch instead of one
+# per write, off the write's path (measured in docs/RESULTS.md, "Speed, memory and disk").
+ROOM_SHARE = 0.1
 
 # Steps of a run: per scope, claim, score and link (dry run: claim and score); then, when
 # applied, prune and purge; then the summary. The total is known before the first step.
@@ -115,6 +125,8 @@ class Consolidator:
         self._last_write: dict[str, float] = {}
         self._last_consolidation: dict[str, float] = {}
         self._pending: set[str] = set()  # scopes with a background run queued or running
+        self._making_room: set[str] = set()  # scopes with a background eviction queued
+        self._maintaining = False  # a background table maintenance queued or running
 
     # --- triggers ------------------------------------------------------------------------
 
@@ -128,6 +140,23 @@ class Consolidator:
             self._pending.add(scope)
             self.background.spawn(self._run_in_background, scope, "every_n_writes")
 
+    async def after_write(self, scope: str, size: int | None) -> None:
+        """What a write leaves for after its answer (outside the scope lock): with
+        background work, make room in a buffer it filled (``size``: the buffer's size it
+        left, None if it stored nothing) and maintain the table when due, both as background
+        tasks; without, maintain here (:meth:`maintain_inline`)."""
+        if not self.background.enabled:
+            await self.maintain_inline()
+            return
+        if size is not None and size >= self.policy.capacity and scope not in self._making_room:
+            self._making_room.add(scope)
+            self.background.spawn(self._make_room, scope)
+        if not self._maintaining and self.episodic.maintenance_due():
+            # Why: a server whose buffers overflow before any run (every_n_writes = 0, a slow
+            # timer) maintained only at the end of runs: 600 writes left 1,122 versions.
+            self._maintaining = True
+            self.background.spawn(self._maintain_in_background)
+
     async def maintain_inline(self) -> None:
         """Without background work (a one-shot command, ``background=False``) the write that
         makes maintenance due runs it (:meth:`EpisodicStore.maintenance_due` counts earlier
@@ -136,9 +165,18 @@ class Consolidator:
         busy = self.locks.consolidation.locked()  # no await before it is taken below
         if self.background.enabled or busy or not self.episodic.maintenance_due():
             return
+        await self._maintain()
+
+    async def _maintain_in_background(self) -> None:
+        try:
+            await self._maintain()
+        finally:
+            self._maintaining = False
+
+    async def _maintain(self) -> None:
         try:
             async with self.locks.consolidation, self.lease.hold("maintenance"):
-                await self.episodic.maintain(force=False)
+                await self.episodic.maintain(force=False)  # a run may have done it meanwhile
         except (LeaseHeld, LeaseLost) as exc:  # the holder's own runs maintain the table
             logger.info("table maintenance left to the lease's holder: %s", exc)
         except StoreError as exc:  # the write is committed: tell it stored, retry next write
@@ -173,32 +211,59 @@ class Consolidator:
 
     # --- the bound -------------------------------------------------------------------------
 
-    async def evict_overflow(self, scope: str) -> list[Decision]:
+    async def evict_overflow(self, scope: str, size: int | None = None) -> list[Decision]:
         """Past ``capacity`` buffer items (claimed ones counted), the oldest free items go
         through replay now (promoted or trashed), the newest write among them if nothing
         older is free. Claimed items stay: their run applies its decisions to them. Called
-        under the scope lock."""
+        under the scope lock; ``size``: the buffer's size if the caller just counted it."""
         capacity = self.policy.capacity
-        if await self.episodic.count(scope, ("buffer",)) <= capacity:
-            return []  # the common case, answered by the scope/tier indexes
+        if size is None:
+            size = await self.episodic.count(scope, ("buffer",))
+        if size <= capacity:
+            return []  # the common case, answered by the working set
+        return await self._evict(scope, capacity, "overflow")
+
+    async def _make_room(self, scope: str) -> None:
+        """In the background, after the write that filled the buffer: replay its oldest
+        free items down to ``capacity`` less a batch (:data:`ROOM_SHARE`), so the next
+        writes find room without evicting."""
         try:
-            async with self.lease.hold("overflow"):
-                return await self._evict(scope, capacity)
+            capacity = self.policy.capacity
+            keep = capacity - max(1, int(capacity * ROOM_SHARE))
+            async with self.locks.scope(scope):
+                if await self.episodic.count(scope, ("buffer",)) >= capacity:
+                    await self._evict(scope, keep, "room")
+        finally:
+            self._making_room.discard(scope)
+
+    async def _evict(self, scope: str, keep: int, trigger: str) -> list[Decision]:
+        try:
+            async with self.lease.hold(trigger):
+                rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
+                free = [r for r in rows if r.id not in self._claimed]
+                # More claimed items than capacity only if the capacity was lowered since
+                # they were written: every free item goes, the bound holds once the run ends.
+                excess = min(len(rows) - keep, len(free))
+                if excess <= 0:
+                    return []
+                return await self.replay(scope, free[:excess], all_rows=rows, trigger=trigger)
         except (LeaseHeld, LeaseLost) as exc:
             # Why: eviction promotes, which only the lease's holder may do. The holder's next
             # run replays the whole buffer, so the bound is restored there; the write stands.
             logger.info("buffer of %s over capacity, left to the lease's holder: %s", scope, exc)
             return []
 
-    async def _evict(self, scope: str, capacity: int) -> list[Decision]:
-        rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
-        free = [r for r in rows if r.id not in self._claimed]
-        # More claimed items than capacity only if the capacity was lowered since they were
-        # written: then every free item goes, and the bound holds again once the run ends.
-        excess = min(len(rows) - capacity, len(free))
-        if excess <= 0:
-            return []
-        return await self.replay(scope, free[:excess], all_rows=rows, trigger="overflow")
+    async def keep_bounds(self) -> dict[str, int]:
+        """At open, before any call: a process killed between a write and its eviction
+        left a buffer past ``capacity`` (as did a capacity lowered since); its oldest items
+        go through replay now. Returns how many left each such scope."""
+        census = await self.episodic.census()
+        capacity, out = self.policy.capacity, {}
+        for (scope, tier), n in sorted(census.items()):
+            if tier == "buffer" and n > capacity:
+                async with self.locks.scope(scope):
+                    out[scope] = len(await self.evict_overflow(scope))
+        return out
 
     # --- replay ---------------------------------------------------------------------------
 
