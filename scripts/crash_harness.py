@@ -83,11 +83,11 @@ class SlowExtractor:
         return await HeuristicExtractor().extract(texts)
 
 
-def settings_for(home: Path) -> Settings:
+def settings_for(home: Path, capacity: int = 8) -> Settings:
     base = load_settings(home=home)
     data = base.model_dump()
     data["gating"]["tau_noise"] = -1.0  # everything is stored: the test is about storage
-    data["episodic"]["capacity"] = 8  # overflow replay runs inside remember, too
+    data["episodic"]["capacity"] = capacity  # overflow replay runs inside remember, too
     data["consolidation"]["tau_consolidation"] = 0.25
     data["consolidation"]["every_n_writes"] = 0
     return Settings.model_validate(data)
@@ -108,9 +108,9 @@ def sentence(rng: random.Random, n: int) -> str:
 # --- the worker ---------------------------------------------------------------------------
 
 
-async def worker(home: Path, seed: int, delay: float) -> None:
+async def worker(home: Path, seed: int, delay: float, capacity: int) -> None:
     rng = random.Random(seed)
-    settings = settings_for(home)
+    settings = settings_for(home, capacity)
     async with MemoryEngine(
         settings, embedder=HashEmbedder(), extractor=SlowExtractor(delay), background=False
     ) as engine:
@@ -129,13 +129,12 @@ async def worker(home: Path, seed: int, delay: float) -> None:
 # --- the harness --------------------------------------------------------------------------
 
 
-async def verify(home: Path, acked: set[str]) -> list[str]:
+async def verify(home: Path, acked: set[str], capacity: int) -> list[str]:
     """Reopen the data directory and return what is wrong (empty: all is well)."""
     problems: list[str] = []
     async with MemoryEngine(
-        settings_for(home), embedder=HashEmbedder(), background=False
+        settings_for(home, capacity), embedder=HashEmbedder(), background=False
     ) as engine:
-        capacity = engine.settings.episodic.capacity
         for scope in ("default", "work"):  # held from the open on, before any write
             if (n := await engine.episodic.count(scope, ("buffer",))) > capacity:
                 problems.append(f"{scope}'s buffer holds {n} items at capacity {capacity}")
@@ -156,7 +155,7 @@ async def verify(home: Path, acked: set[str]) -> list[str]:
     return problems
 
 
-def run(kills: int, seed: int, home: Path, delay: float, verbose: bool) -> dict:
+def run(kills: int, seed: int, home: Path, delay: float, capacity: int, verbose: bool) -> dict:
     rng = random.Random(seed)
     acked: set[str] = set()
     stats = {"kills": 0, "during_consolidation": 0, "during_remember": 0, "acked": 0}
@@ -174,6 +173,8 @@ def run(kills: int, seed: int, home: Path, delay: float, verbose: bool) -> dict:
                 str(seed * 1000 + k),
                 "--delay",
                 str(delay),
+                "--capacity",
+                str(capacity),
             ],  # fmt: skip
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -205,7 +206,7 @@ def run(kills: int, seed: int, home: Path, delay: float, verbose: bool) -> dict:
                 stream.close()
         stats["kills"] += 1
         stats[f"during_{mode}"] += 1
-        found = anyio.run(verify, home, set(acked))
+        found = anyio.run(verify, home, set(acked), capacity)
         problems += [f"kill {k} ({mode}): {p}" for p in found]
         if verbose:
             print(f"kill {k + 1}/{kills} during {mode}: {len(acked)} acknowledged, "
@@ -221,17 +222,18 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=25)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--delay", type=float, default=0.3, help="extractor delay, seconds")
+    parser.add_argument("--capacity", type=int, default=8, help="buffer capacity (3: full often)")
     parser.add_argument("--data-dir", type=Path, help="default: a temporary directory")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if args.worker:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        anyio.run(worker, args.worker, args.seed, args.delay)
+        anyio.run(worker, args.worker, args.seed, args.delay, args.capacity)
         return 0
     with tempfile.TemporaryDirectory(prefix="cranimem-crash-") as tmp:
         home = args.data_dir or Path(tmp) / "data"
-        stats = run(args.kills, args.seed, home, args.delay, args.verbose)
+        stats = run(args.kills, args.seed, home, args.delay, args.capacity, args.verbose)
     print(json.dumps(stats, indent=1))
     return 1 if stats["problems"] else 0
 
