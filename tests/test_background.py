@@ -128,3 +128,22 @@ async def test_parallel_tool_calls_lose_and_duplicate_nothing(open_engine):
         assert sum(r.frequency for r in rows) == 30
         ids = {r.structured_content["id"] for r in results.values()}
         assert len(ids) == 24
+
+
+async def test_a_server_without_consolidation_runs_still_maintains_its_table(open_engine):
+    # Buffers that overflow before any run (no every-N-writes trigger, no timer): the table
+    # was maintained only at the end of runs, so its versions piled up (600 writes: 1,122).
+    sections = {
+        "gating": {"tau_noise": -1.0, "default_gate": False},
+        "episodic": {"capacity": 4},
+        "consolidation": {"every_n_writes": 0, "interval_seconds": 0},
+    }
+    async with open_engine(background=True, **sections) as engine:
+        ids = []
+        for i in range(30):
+            ids.append((await engine.remember(f"Courier route {i} passes Testville{i}.")).id)
+        with anyio.fail_after(60):
+            await engine.wait_idle()
+        assert not engine.episodic.maintenance_due()
+        assert await engine.episodic.count("default", ("buffer",)) <= 4
+        assert sorted(r.id for r in await engine.episodic.get(ids)) == sorted(ids)
