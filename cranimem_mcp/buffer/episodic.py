@@ -467,10 +467,10 @@ class EpisodicStore:
         where = scope_filter(scope, tiers)
         return await self._run(lambda: self._table.count_rows(where))
 
-    async def census(self) -> dict[tuple[str, str], int]:
-        """Rows per (scope, tier)."""
+    async def census(self, tiers: Iterable[str] | None = None) -> dict[tuple[str, str], int]:
+        """Rows per (scope, tier), of ``tiers`` only if given."""
         out: dict[tuple[str, str], int] = {}
-        for r in await self._select(None, ["scope", "tier"]):
+        for r in await self._select(scope_filter(None, tiers), ["scope", "tier"]):
             out[(r["scope"], r["tier"])] = out.get((r["scope"], r["tier"]), 0) + 1
         return out
 

@@ -257,10 +257,10 @@ class Consolidator:
         """At open, before any call: a process killed between a write and its eviction
         left a buffer past ``capacity`` (as did a capacity lowered since); its oldest items
         go through replay now. Returns how many left each such scope."""
-        census = await self.episodic.census()
+        census = await self.episodic.census(("buffer",))  # reads the buffers' rows only
         capacity, out = self.policy.capacity, {}
-        for (scope, tier), n in sorted(census.items()):
-            if tier == "buffer" and n > capacity:
+        for (scope, _tier), n in sorted(census.items()):
+            if n > capacity:
                 async with self.locks.scope(scope):
                     out[scope] = len(await self.evict_overflow(scope))
         return out
