@@ -1,9 +1,11 @@
 """The write path (paper B.1-B.2): a write goes through the secrets guard, the duplicate
 check, the gate and the utility tags into the scope's episodic buffer (the engine hands in
 two :class:`~cranimem_mcp.gate.goal.Gate`: the goal-conditioned one for a scope with a goal
-of its own, and the one for a scope with the default goal);
-a new value of a single-valued fact ends the old one at once, and the buffer's bound is
-kept by replay of its oldest items (the :class:`~cranimem_mcp.replay.consolidator.Consolidator`).
+of its own, and the one for a scope with the default goal); a new value of a single-valued
+fact ends the old one at once (in the write's result), and the buffer's bound is kept by
+replay of its oldest items (the :class:`~cranimem_mcp.replay.consolidator.Consolidator`):
+inline only if the buffer is still full when a write arrives; a server makes room, and
+maintains the table, after the answer.
 
 The embedding, gate and tags run outside the scope lock, so a slow model call never holds
 up other writes; the lock covers check-again-and-insert (and a transcript turn's embedding

@@ -148,7 +148,9 @@ class RememberResult(BaseModel):
     buffer: BufferInfo
     scope: str
     evicted: list[Decision] = Field(
-        default=[], description="Buffer overflow: the oldest entries that went through replay"
+        default=[],
+        description="Buffer overflow: the oldest entries that went through replay during this "
+        "write (a server usually makes room after the write that filled the buffer, unlisted)",
     )
     superseded: list[Fact] = Field(
         default=[], description="Facts whose validity this write ended (confirm with the user)"
