@@ -305,3 +305,23 @@ async def test_two_engines_on_one_server_never_consolidate_at_once(
         assert started[1:] == finished[1:], events  # the same run: holder and token
     tokens = [int(e[2]) for e in events[::2]]
     assert tokens == sorted(set(tokens)), tokens
+
+
+async def test_a_replica_without_the_lease_asks_once_to_make_room_then_pauses(
+    server, tmp_path, minilm, caplog
+):
+    # Room in a full buffer is made under the lease; refused, a replica does not ask the
+    # lease's server again at every write (the holder's runs keep the bound).
+    sections = {"episodic": {"capacity": 2}, "consolidation": {"every_n_writes": 0}}
+    settings = make_settings(tmp_path / "data", graph=server, gating=GATE_OPEN, **sections)
+    async with leases(server, 1) as (other,):
+        assert await other.acquire() is not None
+        with caplog.at_level(logging.INFO, logger="cranimem_mcp.replay.consolidator"):
+            async with MemoryEngine(settings, embedder=minilm, background=True) as engine:
+                for i in range(6):
+                    result = await engine.remember(f"Courier route {i} passes Testville{i}.")
+                    assert result.status == "stored"
+                    with anyio.fail_after(30):
+                        await engine.wait_idle()
+    refused = [r for r in caplog.records if r.getMessage().startswith("room in default's")]
+    assert len(refused) == 1

@@ -68,6 +68,11 @@ FACTS_EMBEDDED_PER_RUN = 1024
 # per write, off the write's path (measured in docs/RESULTS.md, "Speed, memory and disk").
 ROOM_SHARE = 0.1
 
+# After the lease refuses a background eviction or maintenance (another replica holds it),
+# background attempts pause this long. Why: a replica that is not the holder would otherwise
+# ask the lease's server once per write; the holder's runs keep the bound and the table.
+REFUSED_PAUSE_SECONDS = 30.0
+
 # Steps of a run: per scope, claim, score and link (dry run: claim and score); then, when
 # applied, prune and purge; then the summary. The total is known before the first step.
 _SCOPE_STEPS = 3
@@ -127,6 +132,7 @@ class Consolidator:
         self._pending: set[str] = set()  # scopes with a background run queued or running
         self._making_room: set[str] = set()  # scopes with a background eviction queued
         self._maintaining = False  # a background table maintenance queued or running
+        self._refused_until = 0.0  # monotonic: background eviction and maintenance pause
 
     # --- triggers ------------------------------------------------------------------------
 
@@ -147,6 +153,8 @@ class Consolidator:
         tasks; without, maintain here (:meth:`maintain_inline`)."""
         if not self.background.enabled:
             await self.maintain_inline()
+            return
+        if time.monotonic() < self._refused_until:
             return
         if size is not None and size >= self.policy.capacity and scope not in self._making_room:
             self._making_room.add(scope)
@@ -178,6 +186,7 @@ class Consolidator:
             async with self.locks.consolidation, self.lease.hold("maintenance"):
                 await self.episodic.maintain(force=False)  # a run may have done it meanwhile
         except (LeaseHeld, LeaseLost) as exc:  # the holder's own runs maintain the table
+            self._refused_until = time.monotonic() + REFUSED_PAUSE_SECONDS
             logger.info("table maintenance left to the lease's holder: %s", exc)
         except StoreError as exc:  # the write is committed: tell it stored, retry next write
             logger.warning("table maintenance failed, retried on a later write: %s", exc)
@@ -221,7 +230,13 @@ class Consolidator:
             size = await self.episodic.count(scope, ("buffer",))
         if size <= capacity:
             return []  # the common case, answered by the working set
-        return await self._evict(scope, capacity, "overflow")
+        try:
+            return await self._evict(scope, capacity, "overflow")
+        except (LeaseHeld, LeaseLost) as exc:
+            # Why: eviction promotes, which only the lease's holder may do. The holder's next
+            # run replays the whole buffer, so the bound is restored there; the write stands.
+            logger.info("buffer of %s over capacity, left to the lease's holder: %s", scope, exc)
+            return []
 
     async def _make_room(self, scope: str) -> None:
         """In the background, after the write that filled the buffer: replay its oldest
@@ -233,25 +248,24 @@ class Consolidator:
             async with self.locks.scope(scope):
                 if await self.episodic.count(scope, ("buffer",)) >= capacity:
                     await self._evict(scope, keep, "room")
+        except (LeaseHeld, LeaseLost) as exc:  # as in evict_overflow; and pause the retries
+            self._refused_until = time.monotonic() + REFUSED_PAUSE_SECONDS
+            logger.info("room in %s's buffer left to the lease's holder: %s", scope, exc)
         finally:
             self._making_room.discard(scope)
 
     async def _evict(self, scope: str, keep: int, trigger: str) -> list[Decision]:
-        try:
-            async with self.lease.hold(trigger):
-                rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
-                free = [r for r in rows if r.id not in self._claimed]
-                # More claimed items than capacity only if the capacity was lowered since
-                # they were written: every free item goes, the bound holds once the run ends.
-                excess = min(len(rows) - keep, len(free))
-                if excess <= 0:
-                    return []
-                return await self.replay(scope, free[:excess], all_rows=rows, trigger=trigger)
-        except (LeaseHeld, LeaseLost) as exc:
-            # Why: eviction promotes, which only the lease's holder may do. The holder's next
-            # run replays the whole buffer, so the bound is restored there; the write stands.
-            logger.info("buffer of %s over capacity, left to the lease's holder: %s", scope, exc)
-            return []
+        """Replay the oldest free buffer items of ``scope`` until ``keep`` remain (claimed
+        ones counted), under the scope lock; raises LeaseHeld or LeaseLost."""
+        async with self.lease.hold(trigger):
+            rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
+            free = [r for r in rows if r.id not in self._claimed]
+            # More claimed items than capacity only if the capacity was lowered since they
+            # were written: every free item goes, and the bound holds once the run ends.
+            excess = min(len(rows) - keep, len(free))
+            if excess <= 0:
+                return []
+            return await self.replay(scope, free[:excess], all_rows=rows, trigger=trigger)
 
     async def keep_bounds(self) -> dict[str, int]:
         """At open, before any call: a process killed between a write and its eviction
