@@ -113,7 +113,6 @@ async def test_a_negation_in_a_note_attaches_to_what_it_negates(open_engine):
         assert not names & LABELS, names & LABELS
 
 
-
 async def test_a_recall_returns_k_items_and_the_model_reads_the_strong_ones(open_engine):
     """What the model reads is the context block (the tool's text), not the JSON of every
     item: the matches that bear on the question, each with its id, score and day. The
