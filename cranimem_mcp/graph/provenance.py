@@ -106,7 +106,7 @@ class Provenance:
 
     def reset(self) -> None:
         """Forget everything, the ends index too (the dataset was opened anew)."""
-        self.forget()
+        self.drop_memos()
         self._ends = None
         self._times.clear()
 
@@ -131,12 +131,12 @@ class Provenance:
         they held ``before``, from :meth:`changing`, and hold now; everything without it),
         re-read the ``ends`` graphs it named."""
         if before is None:
-            self.forget()
+            self.drop_memos()
         else:
             try:
                 self._forget_delta(delta([*before, *(self._content(e["graph"]) for e in entries)]))
             except Exception:  # an entry of another shape
-                self.forget()
+                self.drop_memos()
         try:
             for entry in entries:
                 self._times.pop(entry["graph"], None)
@@ -243,7 +243,7 @@ class Provenance:
             for s, o in pairs
         }
 
-    def forget(self) -> None:
+    def drop_memos(self) -> None:
         """Drop what is remembered (the dataset changed)."""
         self._memo_validity.clear()
         self._memo_mentions.clear()

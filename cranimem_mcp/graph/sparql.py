@@ -172,11 +172,11 @@ class SparqlProvenance(Provenance):
         """Keep what was read if the server's generation is the one it was read at."""
         current = self._generation()
         if current != self._seen or sum(map(len, self._caches())) > _KEPT_MAX:
-            self.forget()
+            self.drop_memos()
         self._seen = current
 
-    def forget(self) -> None:
-        super().forget()
+    def drop_memos(self) -> None:
+        super().drop_memos()
         self._seen = None
         for cache in self._caches():
             cache.clear()
