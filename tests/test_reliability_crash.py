@@ -49,6 +49,11 @@ def test_sigkill_during_remember_and_consolidation_loses_nothing(tmp_path):
     assert report["acked"] >= kills
 
 
+# The graph as recall reads it: the engines these tests open leave no line out of the context
+# block for being weak (retrieval.context_ratio 0), so every linked fact is read.
+READ_ALL = {"retrieval": {"context_ratio": 0.0}}
+
+
 async def facts_of(engine, scope="default") -> dict:
     result = await engine.recall("Alice Bob Acme Robotics Globex Berlin", scope=scope, k=20)
     return {(f.subject, f.predicate, f.object): sorted(f.sources) for f in result.facts}
@@ -80,7 +85,11 @@ async def test_a_reopen_after_an_unclean_stop_repairs_each_half_done_operation(
     """The states a crash between the graph step and the row step of forget, prune, restore
     and hard forget leaves, each repaired at the next open (the rows say what finished)."""
     home = tmp_path / "data"
-    settings = {"gating": {"tau_noise": -1.0}, "consolidation": {"tau_consolidation": 0.0}}
+    settings = {
+        "gating": {"tau_noise": -1.0},
+        "consolidation": {"tau_consolidation": 0.0},
+        **READ_ALL,
+    }
     async with open_engine(home, **settings) as engine:
         texts = ["Alice works at Acme Robotics in Berlin.", "Bob works at Globex in Lisbon.",
                  "Chen works at Initech in Quito.", "Dana works at Hooli in Oslo."]  # fmt: skip
@@ -121,7 +130,9 @@ async def test_consolidation_rerun_after_a_crash_counts_no_fact_twice(open_engin
     the buffer with its graph in place; the next consolidation re-links it. Support must
     not grow: a fact is reinforced by distinct memories, never by the same one twice."""
     async with open_engine(
-        gating={"tau_noise": -1.0, "default_gate": False}, consolidation={"tau_consolidation": 0.0}
+        gating={"tau_noise": -1.0, "default_gate": False},
+        consolidation={"tau_consolidation": 0.0},
+        **READ_ALL,
     ) as engine:
         ids = [
             (await engine.remember(text)).id
