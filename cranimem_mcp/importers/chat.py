@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,22 @@ def conversations(path: Path) -> list[Any]:
     if not isinstance(data, list):
         raise malformed(path, "top level", "expected a list of conversations")
     return data
+
+
+def in_order(
+    path: Path, stamp: str, parse: Callable[[object, object, str], datetime | None]
+) -> list[tuple[datetime | None, int, dict[str, Any]]]:
+    """The export's conversations as (when it began, by ``parse`` of its ``stamp`` field;
+    its index; the object), in the order they began, those without a time first in the
+    file's order: the history as a stream."""
+    chats = []
+    for i, conv in enumerate(conversations(path)):
+        where = f"conversation {i + 1}"
+        if not isinstance(conv, dict):
+            raise malformed(path, where, "not a JSON object")
+        chats.append((parse(conv.get(stamp), path, f"{where}, {stamp}"), i, conv))
+    chats.sort(key=lambda c: (c[0] is not None, c[0].timestamp() if c[0] else 0.0, c[1]))
+    return chats
 
 
 def turns(

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cranimem_mcp.importers.chat import conversations, field, turns
+from cranimem_mcp.importers.chat import field, in_order, turns
 from cranimem_mcp.importers.records import Reading, Record, epoch, malformed
 
 FORMAT = "ChatGPT"
@@ -27,16 +27,7 @@ _TEXT = {"text", "multimodal_text"}
 def read(path: Path) -> Reading:
     out: list[Record] = []
     skipped: Counter[str] = Counter()
-    chats = []
-    for i, conv in enumerate(conversations(path)):
-        where = f"conversation {i + 1}"
-        if not isinstance(conv, dict):
-            raise malformed(path, where, "not a JSON object")
-        started = epoch(conv.get("create_time"), path, f"{where}, create_time")
-        chats.append((started, i, conv))
-    # The history as a stream: conversations in the order they began.
-    chats.sort(key=lambda c: (c[0] is not None, c[0] or 0, c[1]))
-    for started, i, conv in chats:
+    for started, i, conv in in_order(path, "create_time", epoch):
         where = f"conversation {i + 1} ({str(conv.get('title') or '')[:40]!r})"
         cid = str(conv.get("id") or conv.get("conversation_id") or i + 1)
         for node_id, message in _branch(conv, path, where):

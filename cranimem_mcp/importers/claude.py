@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from cranimem_mcp.importers.chat import conversations, field, turns
+from cranimem_mcp.importers.chat import field, in_order, turns
 from cranimem_mcp.importers.records import Reading, Record, iso, malformed
 
 FORMAT = "Claude"
@@ -21,15 +21,7 @@ _ROLES = {"human": "user", "assistant": "assistant"}
 def read(path: Path) -> Reading:
     out: list[Record] = []
     skipped: Counter[str] = Counter()
-    chats = []
-    for i, conv in enumerate(conversations(path)):
-        where = f"conversation {i + 1}"
-        if not isinstance(conv, dict):
-            raise malformed(path, where, "not a JSON object")
-        started = iso(conv.get("created_at"), path, f"{where}, created_at")
-        chats.append((started, i, conv))
-    chats.sort(key=lambda c: (c[0] is not None, c[0].timestamp() if c[0] else 0, c[1]))
-    for started, i, conv in chats:
+    for started, i, conv in in_order(path, "created_at", iso):
         where = f"conversation {i + 1} ({str(conv.get('name') or '')[:40]!r})"
         cid = field(conv, "uuid", str, path, where)
         for j, message in enumerate(field(conv, "chat_messages", list, path, where)):
