@@ -92,6 +92,10 @@ NEGATIONS = {
         [("tuesdays", "is_a", "fridays")],  # was: the contrast read as an apposition
     ),
     "Reminder: Ana doesn't eat pork.": ([("ana", "not_eat", "pork")], []),
+    "We use Podman now, not Docker.": (  # the "not" hangs on the verb, after its object
+        [("user", "uses", "podman"), ("user", "not_uses", "docker")],
+        [("user", "not_uses", "podman"), ("user", "uses", "docker")],
+    ),
     "Note: the user doesn't drink coffee, only tea.": (
         [("user", "drink", "tea"), ("user", "not_drink", "coffee")],
         [("user", "not_drink", "tea")],

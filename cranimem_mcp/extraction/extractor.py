@@ -151,8 +151,11 @@ def clause(d: Discourse, verb: Any) -> None:
         return
     if not subjects:
         return
-    negated = any(c.dep_ == "neg" for c in verb.children) or no_longer(verb)
-    neg = "not_" if negated else ""
+    contrast = contrasted(verb)
+    negated = any(
+        c.dep_ == "neg" and (contrast is None or c.i != contrast.i) for c in verb.children
+    )
+    neg = "not_" if negated or no_longer(verb) else ""
     lemma = verb_lemma(verb)
     if lemma == "get" and any(c.dep_ == "aux" and c.lemma_ == "have" for c in verb.children):
         lemma = "have"  # "I've got a Nikon"
@@ -187,8 +190,10 @@ def clause(d: Discourse, verb: Any) -> None:
             or (child.dep_ == "xcomp" and child.pos_ == "NOUN")
             or (not has_object and bare_object(verb, lemma, child))
         ) and not passive:
+            against = contrast is not None and child.i > contrast.i  # "..., not Docker"
+            said = ("" if neg else "not_") if against else neg
             for obj_tok in spread([child]):
-                direct(d, verb, lemma, subjects, obj_tok, neg)
+                direct(d, verb, lemma, subjects, obj_tok, said)
         elif child.dep_ == "prep" and has_object and child.lower_ == "for":
             # a purpose ("uses Linear for issue tracking"), not a fact; but "Obsidian
             # for notes and Todoist for tasks" holds a second object
@@ -222,6 +227,17 @@ def clause(d: Discourse, verb: Any) -> None:
         elif child.dep_ in ("npadvmod", "dobj") and child.like_num and lemma == "turn":
             for s in subjects:  # "Ava just turned 6"
                 d.relate(s, "has_age", d.entity(child.text, "Other"))
+
+
+def contrasted(verb: Any) -> Any | None:
+    """The "not" of "We use Podman now, not Docker": hung on the verb by the parser, after an
+    object of it, it denies the object after it, not the verb (None: no such "not")."""
+    objects = [c.i for c in verb.children if c.dep_ == "dobj"]
+    return next(
+        (c for c in verb.children
+         if c.dep_ == "neg" and c.i > verb.i and any(verb.i < o < c.i for o in objects)),
+        None,
+    )  # fmt: skip
 
 
 def no_longer(verb: Any) -> bool:
