@@ -14,7 +14,11 @@ re-running with the same ``--filled`` reads the same stores, so variants compare
 identical data.
 
     PYTHONPATH=. .venv/bin/python scripts/measure_ranking.py --filled /tmp/ranking \\
-        [--per-type 2] [--variant 'name={...}' ...] [--json out.json]
+        [--per-type 2] [--variant 'name={...}' ...] [--json out.json] [--log rows.jsonl]
+
+``--log`` appends each question's row as it is answered, so a run stopped part way still
+compares variants on the questions both answered (``"windows"`` re-embeds every store: on
+all 40 LongMemEval instances that takes hours here).
 """
 
 from __future__ import annotations
@@ -112,8 +116,15 @@ class Windowed:
         return await self._inner.embed(texts)
 
 
+LOG: Path | None = None  # --log: every question's row, appended as it is answered
+
+
 async def ask(
-    root: Path, stores: dict[str, list[dict[str, Any]]], embedder: Any, overrides: dict
+    root: Path,
+    stores: dict[str, list[dict[str, Any]]],
+    embedder: Any,
+    overrides: dict,
+    name: str = "",
 ) -> dict[str, Any]:
     """Every question of every store, on a copy of the filled store, with ``overrides``
     (``"windows": N`` re-embeds the copy with :class:`Windowed` first)."""
@@ -155,6 +166,19 @@ async def ask(
                                 s = metrics.session_ranks(found, q["sessions"])
                                 row[f"S@{k}"] = metrics.recall_at_k(s, k)
                         rows.append(row)
+                        if LOG is not None:  # one line per question, as it is answered
+                            with LOG.open("a") as log:
+                                print(
+                                    json.dumps(
+                                        {
+                                            "variant": name,
+                                            "bench": bench,
+                                            "scope": item["scope"],
+                                            **row,
+                                        }
+                                    ),
+                                    file=log,
+                                )
         keys = sorted({key for r in rows for key in r})
         out[bench] = {key: round(metrics.mean(r.get(key) for r in rows) or 0.0, 3) for key in keys}
         out[bench] |= {
@@ -173,8 +197,12 @@ async def main() -> None:
     p.add_argument("--variant", action="append", default=[])
     p.add_argument("--only", choices=("locomo", "longmemeval"))
     p.add_argument("--json", type=Path)
+    p.add_argument("--log", type=Path, help="append each question's row (JSON lines)")
+    p.add_argument("--skip-default", action="store_true", help="only the --variant rows")
     args = p.parse_args()
-    variants = {"default": {}}
+    global LOG
+    LOG = args.log
+    variants: dict[str, dict[str, Any]] = {} if args.skip_default else {"default": {}}
     for spec in args.variant:
         name, _, raw = spec.partition("=")
         variants[name] = json.loads(raw)
@@ -185,7 +213,7 @@ async def main() -> None:
     await fill(args.filled, stores, embedder)
     results = {}
     for name, overrides in variants.items():
-        results[name] = await ask(args.filled, stores, embedder, overrides)
+        results[name] = await ask(args.filled, stores, embedder, overrides, name)
         brief = {b: {k: v for k, v in r.items() if k != "shapes"} for b, r in results[name].items()}
         print(name, json.dumps(brief), flush=True)
     if args.json:
