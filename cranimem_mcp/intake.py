@@ -211,6 +211,14 @@ class Intake:
                 self.policy.functional,
                 await self._unlinked_relations(scope, quick.relations),
             )
+            if superseded and utility.surprise < 1.0:
+                # A write that ends a fact contradicts what memory held: its surprise is
+                # whole (paper B.1), so replay keeps the change instead of trashing it (and its
+                # ends with it) as a low-utility write ("I'm 35 now.").
+                utility = Utility.of(utility.importance, 1.0, utility.emotion)
+                await self.episodic.update(
+                    [memory_id], {"surprise": 1.0, "base_utility": utility.base}
+                )
             # Past capacity only if the background has not made room yet (or there is none).
             size = await self.episodic.count(scope, ("buffer",))
             evicted = await self.consolidator.evict_overflow(scope, size)
