@@ -50,6 +50,9 @@ DURABLE = [
     "I couldn't find a flat in Lyon, so I moved to Grenoble.",
     "User wants to learn Japanese before the trip to Osaka.",
     "Wow, what a year: I got married and moved to Porto!",
+    "Security is important to me.",  # short and plain, but about the user
+    "[decision] We use Postgres 16.",
+    "Decision: the database moved to Neon.",
 ]
 
 NOISE = {
@@ -87,6 +90,9 @@ NOISE = {
     "im so tired today": "status",
     "Process exited with code 137": "tool output",
     "===== 3 failed, 41 passed, 2 skipped in 2.31s =====": "tool output",
+    "[update] Some changes were made.": "vague",
+    "#backend Fixed the code.": "vague",
+    "Note: performance is important.": "vague",
 }
 
 

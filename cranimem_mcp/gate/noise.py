@@ -23,7 +23,10 @@ The rules, each a whole-text judgement (a greeting followed by a fact is a fact)
 - **tool output**: lines a command printed (a directory listing, a log, grep hits, a
   traceback);
 - **interaction note**: a note about the exchange itself, not about anyone ("User greeted",
-  "User asked about current activity", "User's favorite color is unknown").
+  "User asked about current activity", "User's favorite color is unknown");
+- **vague**: a few words that name nothing in particular, whatever label or tag they carry
+  ("[decision] Made some changes", "[idea] Security is important", "We use a database"):
+  no name, number or specific word, only words any note could hold.
 
 A text that says it should last ("always", "never", "from now on", "remember", "remind me",
 "prefer", a birthday, an allergy...) is never rejected, whatever rule would fire.
@@ -280,6 +283,23 @@ _STATUS_LINE = re.compile(
     r"\w+(?:,\w+){2,}\s+\S+,)",
     re.IGNORECASE,
 )
+# What a vague note is made of: words that hold no particular thing, and function words.
+_GENERIC = frozenset(
+    """thing things stuff something anything everything change changes changed made make making
+    update updates updated fix fixes fixed issue issues problem problems bug bugs work worked
+    working code data database system systems feature features improvement improvements
+    important good better best bad great nice use used uses using various several item items
+    note notes info information detail details done need needs needed idea ideas plan plans
+    decision decisions progress task tasks project projects security performance quality""".split()
+)
+_FUNCTION = frozenset(
+    """a an the some any this that these those it its we our us they them their is are was
+    were be been being am do does did have has had will would should can could may might
+    must to of in on for with at by from and or but so as about into over up out not no very
+    really just also too all more most much many lot lots""".split()
+)
+# Labels and tags before a note's text: "[decision] ", "#infra ", "Note: ".
+_TAGS = re.compile(r"^\s*(?:\[[^\]\n]{1,30}\]\s*|#\w+\s*|\w+:\s+)+")
 _INTERACTION = re.compile(
     r"^(?:the )?user (?:greeted|said (?:yes|no|hi|hello|thanks|thank you|ok|okay|goodbye|bye)|"
     r"asked (?:about|for|whether|if|how|what|where|when|who|why)|requested to|"
@@ -328,6 +348,8 @@ def noise(text: str) -> Noise | None:
         return Noise("tool output", "a status line a tool or a service printed")
     if len(words) > 40:  # a long text states something, whatever its first words
         return None
+    if _vague(stripped):
+        return Noise("vague", "a few words that name nothing in particular")
     sentences = _sentences(stripped)
     if (_INTERACTION.search(stripped) or _REQUESTED.match(stripped)) and len(sentences) == 1:
         return Noise("interaction note", "a note about the exchange, not about anyone")
@@ -368,6 +390,18 @@ def noise(text: str) -> Noise | None:
     if _MOOD.match(stripped) and len(words) <= 12:
         return Noise("status", "how someone feels this moment")
     return None
+
+
+def _vague(text: str) -> bool:
+    """At most six words, no name or number, and every word but function words one any note
+    could hold (:data:`_GENERIC`). A word about the user or a person ("I", "my", "you", "her")
+    is no function word here: "Security is important to me" says what matters to the user."""
+    said = re.sub(r"#\w+", "", _TAGS.sub("", text)).strip()
+    words = _words(said)
+    if not words or len(words) > 6 or re.search(r"\d|(?<!^)\b[A-Z]", said):
+        return False
+    content = [w for w in words if w not in _FUNCTION]
+    return bool(content) and all(w in _GENERIC for w in content)
 
 
 def _asked(sentences: list[str]) -> str | None:
