@@ -51,6 +51,8 @@ DURABLE = [
     "User wants to learn Japanese before the trip to Osaka.",
     "Wow, what a year: I got married and moved to Porto!",
     "Security is important to me.",  # short and plain, but about the user
+    "I have one brother.",  # every word a pleasantry's but "brother"
+    "The new year starts with my move to Oslo.",
     "[decision] We use Postgres 16.",
     "Decision: the database moved to Neon.",
 ]
@@ -91,6 +93,8 @@ NOISE = {
     "Process exited with code 137": "tool output",
     "===== 3 failed, 41 passed, 2 skipped in 2.31s =====": "tool output",
     "[update] Some changes were made.": "vague",
+    "Haha, great job, that worked like a charm!": "pleasantry",
+    "Okay, bye for now and happy new year!": "pleasantry",
     "#backend Fixed the code.": "vague",
     "Note: performance is important.": "vague",
 }

@@ -84,6 +84,15 @@ _PLEASANT = frozenset(
     kind wise wonderful hmm hmmm think mull over hold on thought not yet don't know maybe
     something check sec quick about""".split()
 )
+# Set phrases of praise, thanks and parting whose words alone are no pleasantry ("nice one",
+# "that worked perfectly", "bye for now", "happy new year"): taken out before the words are read.
+_PLEASANT_PHRASE = re.compile(
+    r"\b(?:(?:nice|good|great|awesome|brilliant) (?:one|work|job|catch|stuff)|that (?:worked|"
+    r"works)(?: (?:perfectly|great|fine|well|now|like a charm))?|worked perfectly|"
+    r"(?:bye|that's all) for now|happy new year|merry christmas|(?:you(?:'re| are) )?too kind|"
+    r"you crack me up|you win|that was (?:fast|quick)|i agree(?: 100 ?%)?|100 ?%)\b",
+    re.IGNORECASE,
+)
 _GREETING = re.compile(
     r"^(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))[\s,]+[A-Z][\w'’-]*[\s!.]*$",
     re.IGNORECASE,
@@ -337,7 +346,7 @@ def noise(text: str) -> Noise | None:
         return Noise("empty", "it holds no word")
     if _DURABLE.search(stripped):
         return None
-    if len(words) <= 14 and (all(w in _PLEASANT for w in words) or _GREETING.match(stripped)):
+    if len(words) <= 14 and (_pleasant(stripped) or _GREETING.match(stripped)):
         return Noise("pleasantry", "a greeting, thanks or acknowledgement")
     lines = [line for line in stripped.splitlines() if line.strip()]
     if len(lines) >= 2 and sum(bool(_OUTPUT_LINE.match(line)) for line in lines) * 2 > len(lines):
@@ -390,6 +399,12 @@ def noise(text: str) -> Noise | None:
     if _MOOD.match(stripped) and len(words) <= 12:
         return Noise("status", "how someone feels this moment")
     return None
+
+
+def _pleasant(text: str) -> bool:
+    """Nothing but greetings, thanks, praise and farewells (:data:`_PLEASANT`,
+    :data:`_PLEASANT_PHRASE`)."""
+    return all(w in _PLEASANT for w in _words(_PLEASANT_PHRASE.sub(" ", text)))
 
 
 def _vague(text: str) -> bool:
