@@ -111,6 +111,9 @@ class RetrievalSettings(_Section):
     # at 0.25-0.3 of the best; 0.4 lost 0.05 of HotpotQA's answer recall, 0.5 0.08
     # (docs/RESULTS.md).
     context_ratio: float = Field(0.2, ge=0.0, le=1.0)
+    # A query that names a time ("in March", "5 days ago", "on October 13, 2023": recall/when.py)
+    # lends the memories of events in that time this share of their score (0 = off).
+    date_boost: float = Field(0.0, ge=0.0, le=5.0)
     # How the vector and full-text halves of the episodic search are fused: reciprocal rank
     # ("rrf", LanceDB's default) or a weighted sum of normalised scores ("linear", LanceDB's
     # LinearCombinationReranker) with this share for the vector half.

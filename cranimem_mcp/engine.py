@@ -183,6 +183,7 @@ class MemoryEngine:
                 max_facts=r.max_facts,
                 min_score=r.min_score,
                 context_ratio=r.context_ratio,
+                date_boost=r.date_boost,
                 half_life_days=settings.temporal.half_life_days,
             ),
             ranker=_ranker(settings, self.episodic),

@@ -140,7 +140,7 @@ def outdated(source: Source, facts: Sequence[Validity], when: datetime) -> bool:
     return bool(facts) and not any(v.including([source]).valid_at(when) for v in facts)
 
 
-_MONTHS = {
+MONTHS = {
     m: i + 1
     for i, names in enumerate(
         [
@@ -152,8 +152,9 @@ _MONTHS = {
     )
     for m in names
 }  # fmt: skip
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?")
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+# "2023-05-28", "2023-05-28T03:17", and LongMemEval's "2023/05/28 (Sun) 03:17"
+_ISO = re.compile(r"\b(\d{4})[-/](\d{2})[-/](\d{2})(?:(?:[T ]|\s+\(\w{3}\)\s+)(\d{2}):(\d{2}))?")
 _MDY = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
 _MY = re.compile(rf"\b(?:in|since|from|during|by)?\s*({_MONTH})\.?\s+(?:of\s+)?(\d{{4}})\b", re.I)
@@ -171,16 +172,16 @@ def observed_at(text: str) -> datetime | None:
             d = datetime(int(m[1]), int(m[2]), int(m[3]), hour, minute, tzinfo=UTC)
             candidates.append((m.start(), d))
         if m := _MDY.search(text):
-            d = datetime(int(m[3]), _MONTHS[m[1].lower()], int(m[2]), tzinfo=UTC)
+            d = datetime(int(m[3]), MONTHS[m[1].lower()], int(m[2]), tzinfo=UTC)
             candidates.append((m.start(), d))
         if m := _DMY.search(text):
-            d = datetime(int(m[3]), _MONTHS[m[2].lower()], int(m[1]), tzinfo=UTC)
+            d = datetime(int(m[3]), MONTHS[m[2].lower()], int(m[1]), tzinfo=UTC)
             candidates.append((m.start(), d))
         # Where the month or year itself stands, not the words or brackets before it: the
         # year of "[2023-11-14 22:14] ..." is no earlier than the date it is part of.
         if m := _MY.search(text):
             candidates.append(
-                (m.start(1), datetime(int(m[2]), _MONTHS[m[1].lower()], 1, tzinfo=UTC))
+                (m.start(1), datetime(int(m[2]), MONTHS[m[1].lower()], 1, tzinfo=UTC))
             )
         if m := _Y.search(text):
             candidates.append((m.start(1), datetime(int(m[1]), 1, 1, tzinfo=UTC)))

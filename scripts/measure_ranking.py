@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from cranimem_mcp import validation
 from cranimem_mcp.backends.embeddings import OnnxEmbedder
 from cranimem_mcp.cli.doctor import reembed
 from cranimem_mcp.config import Settings
@@ -41,6 +42,8 @@ from cranimem_mcp.eval.locomo import load_conversations
 from cranimem_mcp.eval.longmemeval import load_instances
 from cranimem_mcp.eval.systems import eval_settings
 from cranimem_mcp.models import MAX_CHARS
+from cranimem_mcp.recall import dual_path
+from cranimem_mcp.temporal import observed_at
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 KS = (5, 10)
@@ -70,7 +73,7 @@ def benchmarks(per_type: int) -> dict[str, list[dict[str, Any]]]:
             "scope": conv.scope, "turns": [t for _i, t in conv.turns],
             "questions": [
                 {"text": q.text, "kind": str(q.category),
-                 "wanted": [texts[e] for e in q.evidence], "sessions": []}
+                 "wanted": [texts[e] for e in q.evidence], "sessions": [], "asked": ""}
                 for q in conv.questions
             ],
         })  # fmt: skip
@@ -81,7 +84,7 @@ def benchmarks(per_type: int) -> dict[str, list[dict[str, Any]]]:
             "questions": [
                 {"text": q.text, "kind": q.category,
                  "wanted": [texts[e] for e in q.evidence],
-                 "sessions": [by_session[s] for s in q.sessions]}
+                 "sessions": [by_session[s] for s in q.sessions], "asked": q.asked}
                 for q in inst.questions
             ],
         })  # fmt: skip
@@ -101,6 +104,19 @@ async def fill(root: Path, stores: dict[str, list[dict[str, Any]]], embedder: An
                 await e.consolidate(item["scope"])
             (home / "filled").write_text("")
             print(f"filled {bench} {item['scope']}: {len(item['turns'])} turns", flush=True)
+
+
+async def redate(engine: MemoryEngine, scope: str) -> None:
+    """Each memory's event time as the engine reads it from its text now (a store filled
+    before the reader learnt a date format holds another): what a fresh fill would hold."""
+    rows = await engine.episodic.rows(where=f"scope = '{scope}'")
+    moved: dict[Any, list[str]] = {}
+    for row in rows:
+        when = observed_at(row.content)
+        if when is not None and when != row.observed_at:
+            moved.setdefault(when, []).append(row.id)
+    for when, ids in moved.items():
+        await engine.episodic.update(ids, {"observed_at": when})
 
 
 class Windowed:
@@ -130,6 +146,7 @@ async def ask(
     (``"windows": N`` re-embeds the copy with :class:`Windowed` first)."""
     overrides = dict(overrides)
     windows = overrides.pop("windows", None)
+    asked = overrides.pop("asked", False)  # read a question's times against when it is asked
     if windows is not None:
         embedder = Windowed(windows)
     out: dict[str, Any] = {}
@@ -147,9 +164,15 @@ async def ask(
                 async with MemoryEngine(
                     settings(home, overrides), embedder=embedder, background=False
                 ) as engine:
+                    await redate(engine, item["scope"])
                     for q in item["questions"]:
                         row: dict[str, float | None] = {}
                         for k in KS:
+                            when = observed_at(q["asked"]) if asked and q["asked"] else None
+                            # A time the question names ("5 days ago") is read against when it
+                            # is asked; not ``as_of``: LongMemEval-S dates some haystack (and
+                            # evidence) sessions after the question, which as_of would drop.
+                            dual_path.now = (lambda w=when: w) if when else validation.now
                             result = await engine.recall(q["text"], item["scope"], k, MAX_CHARS)
                             found = [it.content for it in result.items]
                             took.append(result.took_ms)

@@ -68,6 +68,7 @@ class Question:
     category: str  # the question type
     evidence: tuple[str, ...]  # ids of the turns that hold the answer
     sessions: tuple[str, ...]  # ids of the evidence sessions
+    asked: str = ""  # when it is asked, as the dataset writes it ("2023/03/27 (Mon) 23:35")
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ def read_instance(raw: dict[str, Any]) -> Instance:
         named = q.get("evidence_sessions") or [known[e] for e in evidence]
         in_history = tuple(dict.fromkeys(s for s in named if s in sessions))
         qid = str(q.get("question_id") or f"{raw['id']}/{index}")
-        questions.append(Question(qid, q["question"], q["category"], evidence, in_history))
+        asked = str(q.get("question_date") or "")
+        questions.append(Question(qid, q["question"], q["category"], evidence, in_history, asked))
     return Instance(str(raw["id"]), tuple(turns), tuple(questions), skipped)
 
 

@@ -47,6 +47,7 @@ from cranimem_mcp.models import (
 from cranimem_mcp.recall import exact
 from cranimem_mcp.recall.context import floor, render
 from cranimem_mcp.recall.ranking import Ranker
+from cranimem_mcp.recall.when import asked_when
 from cranimem_mcp.temporal import decay
 from cranimem_mcp.validation import now
 
@@ -65,11 +66,21 @@ async def episodic_path(
     as_of: datetime | None = None,
     tiers: tuple[str, ...] = LIVE,
     focus: Focus | None = None,
+    date_boost: float = 0.0,
 ) -> list[RecallItem]:
     """The best ``k`` memories for ``query`` (embedded as ``qvec``) as ``ranker`` ranks them
     (with ``focus``, the ranker's focus of the query: ``query`` is then the query without the
-    names it gives), the memories holding the query's exact tokens first."""
-    ranked = await ranker.rank(scope, query, qvec, k, as_of, tiers, focus)
+    names it gives), the memories holding the query's exact tokens first. A query that names
+    a time ("in March", "5 days ago": :mod:`.when`) ranks three times ``k`` candidates and
+    lends those of events in that time ``date_boost`` of their score."""
+    window = asked_when(query, as_of or now()) if date_boost > 0 else None
+    wanted = k if window is None else 3 * k
+    ranked = await ranker.rank(scope, query, qvec, wanted, as_of, tiers, focus)
+    if window is not None:
+        ranked = sorted(
+            ((m, s * (1 + date_boost) if window.holds(m.happened_at) else s) for m, s in ranked),
+            key=lambda pair: -pair[1],
+        )
     words = exact.tokens(query)
     if words:  # a number or an identifier: the few memories holding it go first
         found = await episodic.text_search(scope, qvec, " ".join(words), tiers, 4 * (k + 1))
@@ -204,6 +215,8 @@ class RecallPolicy:
     # Below this share of the best memory's score, a line is left out of the context block
     # (the items keep the whole ranking of k).
     context_ratio: float = 0.0
+    # The share of its score a memory of the time a query names gains (:mod:`.when`; 0 = off).
+    date_boost: float = 0.0
 
 
 def trash_notice(trashed: list[str], k: int) -> str:
@@ -280,7 +293,7 @@ class DualPathRecall:
                     words = query if named is None else named.query
                     found = await episodic_path(
                         self.episodic, self.ranker, s, words, vectors[words], k, when, tiers,
-                        named,
+                        named, r.date_boost,
                     )  # fmt: skip
                 if tiers == LIVE:
                     trashed += await self._trashed(s, query, qvec, found, k, when)
