@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 
+import anyio
 import numpy as np
 import pytest
 
@@ -78,6 +80,47 @@ async def test_maintenance_waits_until_enough_has_changed(tmp_path):
     assert store.maintenance_due()
     assert await store.maintain(force=False)
     assert not store.maintenance_due()  # counted again from zero
+
+
+async def test_an_append_goes_on_during_a_compaction_and_a_rewrite_waits_for_it(tmp_path):
+    # The compaction is held in its thread until the test lets it go: an append made
+    # meanwhile must commit (it waited for the whole compaction before), an update must not.
+    store = EpisodicStore(LocalTable(tmp_path / "t"), 8)
+    await store.open()
+    for i in range(25):
+        await store.add([row(i)])
+    table = store._table
+    compacting, release = threading.Event(), threading.Event()
+    optimize = table.optimize
+
+    def held(**options):
+        compacting.set()
+        release.wait(20)
+        return optimize(**options)
+
+    table.optimize = held
+    updated = anyio.Event()
+
+    async def update() -> None:
+        await store.update([row(0).id], {"importance": 0.9})
+        updated.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(store.maintain)
+            await anyio.to_thread.run_sync(compacting.wait, 20)
+            with anyio.fail_after(10):
+                await store.add([row(100)])
+            tg.start_soon(update)
+            await anyio.wait_all_tasks_blocked()
+            assert not updated.is_set()
+            release.set()
+    finally:
+        release.set()
+    assert updated.is_set()
+    assert await store.count() == 26
+    assert [m.importance for m in await store.get([row(0).id])] == [0.9]
+    assert not store.maintenance_due()
 
 
 async def test_commits_left_by_earlier_processes_count_towards_maintenance(tmp_path):

@@ -21,6 +21,7 @@ import logging
 import re
 import warnings
 from collections.abc import Collection, Iterable, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -102,7 +103,9 @@ class EpisodicStore:
         self._dim = dim
         self._db: Any = None
         self._table: Any = None
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock()  # the writer lock: one commit at a time
+        # Held through a maintenance's compaction: every change but an append waits for it.
+        self._compacting = anyio.Lock()
         self._shared = location.shared  # see the module docstring
         self._version: int | None = None  # of the table the working set matches (shared)
         self._ws = WorkingSet(dim, working_set_rows)
@@ -130,12 +133,13 @@ class EpisodicStore:
             why = reason(exc)
             raise StoreError(f"cannot open the episodic store at {self._location}: {why}") from exc
 
-    async def _write(self, fn: Any, *args: Any, follow: Any = None) -> Any:
+    async def _write(self, fn: Any, *args: Any, follow: Any = None, append: bool = False) -> Any:
         """Run a change under the write lock; ``follow()`` then applies it to the working
         set. A change that fails may or may not have committed: the working set is dropped.
         On a shared table, so is a working set that missed another writer's commit: ``fn``
-        returns LanceDB's result, whose version is the one after ours."""
-        async with self._lock:
+        returns LanceDB's result, whose version is the one after ours. Any change but an
+        ``append`` also waits for a compaction in progress (:meth:`maintain`)."""
+        async with nullcontext() if append else self._compacting, self._lock:
             self._commits += 1
             try:
                 result = await self._run(fn, *args)
@@ -204,9 +208,13 @@ class EpisodicStore:
     # --- writes ----------------------------------------------------------------------------
 
     async def add(self, records: list[Memory]) -> None:
+        """Append new rows (ids not in the table). A local table's append does not wait for
+        a compaction in progress: LanceDB commits the two side by side (an append touches no
+        fragment the compaction rewrites)."""
         await self._write(
             lambda: self._table.add(to_arrow(records, self._schema, self._dim)),
             follow=lambda: self._ws.apply(records),
+            append=not self._shared,
         )
 
     async def insert(self, memory: Memory) -> bool:
@@ -307,25 +315,46 @@ class EpisodicStore:
     async def maintain(self, force: bool = True) -> bool:
         """Compact small fragments, fold new rows into the indexes, drop old versions as
         the retention says; then open the table afresh (see :meth:`_reopen`). Without
-        ``force``, only when :meth:`maintenance_due`. Returns whether it ran."""
+        ``force``, only when :meth:`maintenance_due`. Returns whether it ran.
+
+        On a local table, appends (new memories) go on during the compaction, which holds
+        only the changes that rewrite rows (LanceDB would make one of the two commits fail);
+        what must see no write in flight (deleting unverified files, the new handle) runs
+        under the writer lock after it. Why: a write waited ~65-190 ms on the writer lock
+        while ``optimize`` held it, the long tail of a server's writes (docs/RESULTS.md)."""
         if not force and not self.maintenance_due():
             return False
-
-        def run() -> None:
-            self._table.optimize(cleanup_older_than=keep_since(self._table, self._retention))
-            if self._over_disk_ratio():
-                # Under the writer lock, and this process is the table's only user: no
-                # write is in flight, so unverified files are leftovers (see purge_history).
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-                    self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-            self._reopen()
-            heap.trim()  # what the compaction and the old handle freed goes back to the OS
-            self._rows = self._table.count_rows()
-
-        await self._write(run)
-        self._commits = 0
+        if self._shared:  # other writers commit too: all of it under the writer lock
+            await self._write(lambda: (self._compact_sync(), self._renew_sync()))
+            self._commits = 0
+            return True
+        async with self._compacting:
+            counted = self._commits  # appends committed during the compaction stay counted
+            try:
+                await self._run(self._compact_sync)
+                async with self._lock:
+                    await self._run(self._renew_sync)
+            except BaseException:
+                self._ws.drop()  # as _write does: what committed is not known
+                raise
+            self._commits = max(0, self._commits - counted)
         return True
+
+    def _compact_sync(self) -> None:
+        self._table.optimize(cleanup_older_than=keep_since(self._table, self._retention))
+
+    def _renew_sync(self) -> None:
+        """After a compaction, under the writer lock: drop every old version if the folder
+        is past its ratio, take a new handle, give freed memory back, count the rows."""
+        if self._over_disk_ratio():
+            # Under the writer lock, and this process is the table's only user: no
+            # write is in flight, so unverified files are leftovers (see purge_history).
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        self._reopen()
+        heap.trim()  # what the compaction and the old handle freed goes back to the OS
+        self._rows = self._table.count_rows()
 
     def _over_disk_ratio(self) -> bool:
         folder = self._location.disk_folder(TABLE)
