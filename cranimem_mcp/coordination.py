@@ -70,14 +70,22 @@ STATE_FLUSH_SECONDS = 0.5  # bookkeeping counters are saved this long after a ch
 
 
 class ScopeLocks:
-    """One writer lock per scope, and the lock that keeps consolidations from overlapping."""
+    """One writer lock per scope, the lock that keeps consolidations from overlapping, and
+    per scope the linking lock: held by a consolidation from its claimed items' last check
+    to their move, while it links them into the graph outside the scope lock. Forget and
+    restore take it before the scope lock, so none of those items changes tier meanwhile;
+    writes never take it."""
 
     def __init__(self) -> None:
         self._scopes: dict[str, anyio.Lock] = {}
+        self._linking: dict[str, anyio.Lock] = {}
         self.consolidation = anyio.Lock()
 
     def scope(self, scope: str) -> anyio.Lock:
         return self._scopes.setdefault(scope, anyio.Lock())
+
+    def linking(self, scope: str) -> anyio.Lock:
+        return self._linking.setdefault(scope, anyio.Lock())
 
 
 class Background:

@@ -3,6 +3,8 @@ background, never overlapping itself, never blocking writes while a model extrac
 
 from __future__ import annotations
 
+import threading
+
 import anyio
 import pytest
 
@@ -92,6 +94,55 @@ async def test_writes_go_on_while_consolidation_waits_on_the_model(open_engine, 
         (row,) = await engine.episodic.get([first.id])
         assert row.tier == "trash"
         assert sum(r.replayed for r in reports) >= 2
+
+
+async def test_writes_go_on_while_consolidation_links_and_forget_waits_for_the_move(open_engine):
+    # The run's first graph commit is held in its thread: a write to the scope must still
+    # complete (it waited for the whole linking under the scope lock before); a forget of
+    # an item being linked waits until the item has moved, then finds it in long-term.
+    life = "Remember durable facts about the user's life"
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        firsts = [
+            await engine.remember(text, goal=life, pin=True)
+            for text in ("I work at Acme Robotics in Berlin.", "My sister Ana lives in Lisbon.")
+        ]
+        quads = engine.graph._store
+        linking, release = threading.Event(), threading.Event()
+        commit = quads.commit
+
+        def held(entries):
+            linking.set()
+            release.wait(20)
+            return commit(entries)
+
+        quads.commit = held
+        reports, forgotten = [], []
+
+        async def run() -> None:
+            reports.append(await engine.consolidate("default"))
+
+        async def forget() -> None:
+            forgotten.append(await engine.forget(ids=[firsts[0].id]))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await anyio.to_thread.run_sync(linking.wait, 20)
+                with anyio.fail_after(10):
+                    note = await engine.remember("Water the fern on Fridays.", goal=life)
+                assert note.status == "stored"
+                tg.start_soon(forget)
+                await anyio.wait_all_tasks_blocked()
+                assert not forgotten
+                quads.commit = commit
+                release.set()
+        finally:
+            release.set()
+        assert reports[0].promoted == 2
+        (row,) = await engine.episodic.get([firsts[0].id])
+        assert row.tier == "trash" and row.prev_tier == "longterm"
+        (later,) = await engine.episodic.get([note.id])
+        assert later.tier == "buffer"  # written during the run, after its read
 
 
 async def test_parallel_tool_calls_lose_and_duplicate_nothing(open_engine):

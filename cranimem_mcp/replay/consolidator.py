@@ -322,33 +322,59 @@ class Consolidator:
         report: ConsolidationReport | None,
     ) -> None:
         """Link promoted memories into the graph first, then move the rows: after a crash in
-        between, the row is still in the buffer and re-linking replaces its graph."""
+        between, the row is still in the buffer and re-linking replaces its graph. Called
+        under the scope lock (an eviction's replay)."""
+        entities = await self._link(scope, rows, decisions, extractions, report)
+        await self._move(scope, rows, decisions, entities, report)
+
+    async def _link(
+        self,
+        scope: str,
+        rows: list[Memory],
+        decisions: list[Decision],
+        extractions: list[Any],
+        report: ConsolidationReport | None,
+    ) -> dict[str, list[str]]:
+        """Link the promoted ones of ``rows`` into the graph (their facts, and what their
+        single-valued facts end); returns each one's entity names, its own and the
+        extraction's. Touches the graph only: a run calls it outside the scope lock."""
+        by_id = {r.id: r for r in rows}
+        promoted = [d.id for d in decisions if d.decision == "promote"]
+        entities: dict[str, list[str]] = {}
+        for memory_id, extraction in zip(promoted, extractions, strict=True):
+            memory = by_id[memory_id]
+            self.note_extraction(scope, memory_id, extraction)
+            checked = linkage.check(extraction)
+            observed = memory.happened_at
+            async with self.graph.reading():  # one check for both (over SPARQL)
+                stats = await self.graph.put(scope, memory_id, checked, memory.created_at, observed)
+                await self.graph.supersede(
+                    scope, memory_id, checked.relations, observed, self.policy.functional
+                )
+            if report is not None:
+                report.triples_added += stats.added
+                report.triples_reinforced += stats.reinforced
+            names = [*(memory.entities or []), *(e.name for e in checked.entities)]
+            entities[memory_id] = list(dict.fromkeys(names))
+        return entities
+
+    async def _move(
+        self,
+        scope: str,
+        rows: list[Memory],
+        decisions: list[Decision],
+        entities: dict[str, list[str]],
+        report: ConsolidationReport | None,
+    ) -> None:
+        """Move ``rows`` (as they are now) to long-term memory (the promoted, with their
+        ``entities``) or the trash, in one commit, under the scope lock."""
         stamp = now()
         by_id = {r.id: r for r in rows}
-        extraction_of = dict(
-            zip(
-                [d.id for d in decisions if d.decision == "promote"],
-                extractions,
-                strict=True,
-            )
-        )
         updated, trashed = [], []
         for d in decisions:
             memory = by_id[d.id]
             if d.decision == "promote":
-                self.note_extraction(scope, d.id, extraction_of[d.id])
-                checked = linkage.check(extraction_of[d.id])
-                observed = memory.happened_at
-                async with self.graph.reading():  # one check for both (over SPARQL)
-                    stats = await self.graph.put(scope, d.id, checked, memory.created_at, observed)
-                    await self.graph.supersede(
-                        scope, d.id, checked.relations, observed, self.policy.functional
-                    )
-                if report is not None:
-                    report.triples_added += stats.added
-                    report.triples_reinforced += stats.reinforced
-                names = [*(memory.entities or []), *(e.name for e in checked.entities)]
-                memory = replace(memory, entities=list(dict.fromkeys(names)))
+                memory = replace(memory, entities=entities[d.id])
             else:
                 trashed.append(d.id)
             tier = "longterm" if d.decision == "promote" else "trash"
@@ -478,20 +504,35 @@ class Consolidator:
             # The model call happens outside the scope lock: writes go on meanwhile.
             extractions = await self.extractor.extract([r.content for r in promoted])
             extraction_of = {r.id: e for r, e in zip(promoted, extractions, strict=True)}
-            async with self.locks.scope(scope):
-                # Re-read: an item may have been forgotten, evicted, merged into or recalled
-                # meanwhile. Decisions apply to the items still in the buffer, as they are now.
-                fresh = {r.id: r for r in await self.episodic.get(sorted(ids), vectors=True)
-                         if r.tier == "buffer"}  # fmt: skip
-                keep = [d for d in decisions if d.id in fresh]
+            # Forget and restore wait on the linking lock, so no item changes tier from here
+            # to the move (an eviction skips claimed items); writes take the scope lock only
+            # and go on while the graph work runs. Why: linking ~20 memories held the scope
+            # lock ~40-100 ms, the long tail of a server's writes (docs/RESULTS.md).
+            async with self.locks.linking(scope):
+                # An item may have been forgotten or evicted before the claim held them.
+                async with self.locks.scope(scope):
+                    still = {e.id for e in await self.episodic.live_rows(scope, ("buffer",))}
+                keep = [d for d in decisions if d.id in still]
                 linked = [d.id for d in keep if d.decision == "promote"]
-                await self._apply(
+                by_id = {r.id: r for r in rows}
+                entities = await self._link(
                     scope,
-                    [fresh[d.id] for d in keep],
+                    [by_id[d.id] for d in keep],
                     keep,
-                    [extraction_of[d.id] for d in keep if d.decision == "promote"],
+                    [extraction_of[i] for i in linked],
                     report,
                 )
+                async with self.locks.scope(scope):
+                    # Re-read: an item may have been merged into or recalled meanwhile. The
+                    # decisions apply to the items as they are now.
+                    fresh = {r.id: r for r in await self.episodic.get(sorted(ids), vectors=True)
+                             if r.tier == "buffer"}  # fmt: skip
+                    gone = [i for i in linked if i not in fresh]
+                    if gone:  # never, while the claim and the linking lock hold; a graph
+                        await self.graph.retract(scope, gone)  # never outlives its memory
+                    keep = [d for d in keep if d.id in fresh]
+                    linked = [d.id for d in keep if d.decision == "promote"]
+                    await self._move(scope, [fresh[d.id] for d in keep], keep, entities, report)
         finally:
             self._claimed -= ids
         await steps.step(

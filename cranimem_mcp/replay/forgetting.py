@@ -39,7 +39,9 @@ async def remove(
     """The engine's ``forget``, its arguments checked: trash (or, ``hard``, erase) the chosen
     memories of ``scope`` and their graph provenance."""
     tiers = ("buffer", "longterm", "trash") if hard else ("buffer", "longterm")
-    async with locks.scope(scope):
+    # The linking lock first: a consolidation linking buffer items outside the scope lock
+    # finishes their move before any of them is forgotten.
+    async with locks.linking(scope), locks.scope(scope):
         rows = await episodic.scope_rows(scope, tiers)
         by_id = {r.id: r for r in rows}
         missing = [i for i in ids if i not in by_id]
@@ -118,7 +120,7 @@ async def bring_back(
     overrules the replay decision) and linked. The buffer stays within its bound: what no
     longer fits goes through replay."""
     episodic, graph = consolidator.episodic, consolidator.graph
-    async with locks.scope(scope):
+    async with locks.linking(scope), locks.scope(scope):  # the linking lock first, as forget
         rows = await episodic.get(ids, vectors=True)
         found = {r.id: r for r in rows if r.scope == scope and r.tier == "trash"}
         missing = [i for i in ids if i not in found]
