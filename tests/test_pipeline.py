@@ -3,11 +3,13 @@ real LanceDB and rdflib stores with real MiniLM embeddings."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import anyio
 import pytest
 
+from cranimem_mcp.coordination import RECALL_FLUSH_SECONDS
 from cranimem_mcp.models import Memory
 from cranimem_mcp.recall.dual_path import mentions
 from cranimem_mcp.replay.score import ReplayParams, decide, entity_counts
@@ -245,6 +247,46 @@ async def test_recall_counts_are_written_in_the_background(open_engine):
             while not (row := (await engine.episodic.get([kept.id]))[0]).access_count:
                 await anyio.sleep(0.1)
         assert row.access_count == 1 and row.last_access is not None
+
+
+async def test_a_recall_embeds_once_searches_once_and_its_counts_are_written_in_a_batch(
+    open_engine,
+):
+    # Issue 37: a recall embeds its query in one call, runs one hybrid search in its scope,
+    # and writes no access counts itself: ten recalls' counts go in one commit at close
+    # (or one per RECALL_FLUSH_SECONDS of recalls, in the background).
+    query = "Which food must I avoid?"
+    embedded, searched, touched = [], [], []
+    async with open_engine(background=True) as engine:
+        kept = await engine.remember("I am allergic to shellfish, so no seafood restaurants.")
+        await engine.remember("Our flight to Oslo lands at 9 in the evening.")
+        embed, hybrid, touch = engine.embedder.embed, engine.episodic.hybrid, engine.episodic.touch
+
+        async def counted_embed(texts):
+            if query in texts:
+                embedded.append(list(texts))
+            return await embed(texts)
+
+        async def counted_hybrid(*args, **kwargs):
+            searched.append(args[0])
+            return await hybrid(*args, **kwargs)
+
+        async def counted_touch(ids, when, times=1):
+            touched.append((list(ids), times))
+            return await touch(ids, when, times)
+
+        engine.embedder.embed = counted_embed
+        engine.episodic.hybrid = counted_hybrid
+        engine.episodic.touch = counted_touch
+        started = time.monotonic()
+        for _ in range(10):
+            result = await engine.recall(query)
+        took = time.monotonic() - started
+        assert kept.id in {it.id for it in result.items}
+    assert embedded == [[query]] * 10
+    assert searched == ["default"] * 10
+    assert 1 <= len(touched) <= 1 + int(took / RECALL_FLUSH_SECONDS)
+    assert sum(times for ids, times in touched if kept.id in ids) == 10
 
 
 @pytest.mark.object_store  # also on S3 (moto)
