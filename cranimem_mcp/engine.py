@@ -5,9 +5,10 @@
     recall ──► episodic path + graph path ─► one context block (B.5)
 
 It is the only core module that sees :class:`Settings`. Writes to a scope are serialised by
-that scope's lock and never wait on a model call made by a running consolidation: replay
-reads the buffer under the lock, extracts outside it, and applies its decisions under the
-lock again to the items still in the buffer. Consolidations never overlap. Background work
+that scope's lock and never wait on a model call or the graph work of a running
+consolidation: replay reads the buffer under the lock, extracts and links outside it (forget
+and restore wait on the scope's linking lock meanwhile), and moves the items still in the
+buffer under the lock again. Consolidations never overlap. Background work
 (every-N-writes and idle-timer consolidation, batched recall counts) lives in the engine's
 task group.
 

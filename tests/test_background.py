@@ -145,6 +145,51 @@ async def test_writes_go_on_while_consolidation_links_and_forget_waits_for_the_m
         assert later.tier == "buffer"  # written during the run, after its read
 
 
+async def test_a_run_rereads_its_items_only_when_a_change_came_since_it_read_them(open_engine):
+    # A repeat merged into an item while the run links it raises the item's frequency: the
+    # move must carry it (the rows are read again). With no change, nothing is read again.
+    life = "Remember durable facts about the user's life"
+    texts = ("I work at Acme Robotics in Berlin.", "My sister Ana lives in Lisbon.")
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        read_again = []
+        get = engine.episodic.get
+
+        async def counted_get(ids, vectors=False):
+            read_again.append(list(ids))
+            return await get(ids, vectors)
+
+        engine.episodic.get = counted_get
+        await engine.remember("I keep the spare key under the blue pot.", goal=life, pin=True)
+        assert (await engine.consolidate("default")).promoted == 1
+        assert read_again == []
+
+        firsts = [await engine.remember(text, goal=life, pin=True) for text in texts]
+        quads = engine.graph._store
+        linking, release = threading.Event(), threading.Event()
+        commit = quads.commit
+
+        def held(entries):
+            linking.set()
+            release.wait(20)
+            return commit(entries)
+
+        quads.commit = held
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(engine.consolidate, "default")
+                await anyio.to_thread.run_sync(linking.wait, 20)
+                with anyio.fail_after(10):
+                    repeat = await engine.remember(texts[1], goal=life)
+                assert repeat.status == "merged" and repeat.id == firsts[1].id
+                quads.commit = commit
+                release.set()
+        finally:
+            release.set()
+        (row,) = await get([firsts[1].id])
+        assert row.tier == "longterm" and row.frequency == 2
+        assert read_again
+
+
 async def test_parallel_tool_calls_lose_and_duplicate_nothing(open_engine):
     from mcp import Client
 

@@ -99,6 +99,7 @@ class EpisodicStore:
         self._location = location
         self._retention = retention or VersionRetention()
         self._commits = 0  # commits since the last maintenance
+        self._rewrites = 0  # commits that may have changed existing rows (all but appends)
         self._rows = 0  # live rows at the last maintenance
         self._dim = dim
         self._db: Any = None
@@ -147,6 +148,8 @@ class EpisodicStore:
                 self._ws.drop()
                 self._version = None
                 raise
+            finally:  # after the commit: whoever reads the new count reads the change too
+                self._rewrites += not append
             if self._shared:
                 version = getattr(result, "version", None)
                 if version is None or self._version is None or version != self._version + 1:
@@ -204,6 +207,13 @@ class EpisodicStore:
             raise
         except Exception as exc:
             raise StoreError(f"episodic store operation failed: {reason(exc)}") from exc
+
+    @property
+    def rewrites(self) -> int | None:
+        """How many commits of this process may have changed existing rows so far (every
+        change but an append); None on a shared table, whose other writers' commits are not
+        counted. The same value twice: no row read in between has changed since."""
+        return None if self._shared else self._rewrites
 
     # --- writes ----------------------------------------------------------------------------
 

@@ -475,6 +475,7 @@ class Consolidator:
         self, scope: str, dry_run: bool, report: ConsolidationReport, steps: Steps
     ) -> None:
         async with self.locks.scope(scope):
+            read = self.episodic.rewrites  # rows as read here, until a change is counted
             rows = await self.episodic.scope_rows(scope, ("buffer",), vectors=True)
             if not dry_run:
                 self._writes_since[scope] = 0
@@ -522,11 +523,16 @@ class Consolidator:
                     [extraction_of[i] for i in linked],
                     report,
                 )
+                # The decisions apply to the items as they are now: an item may have been
+                # merged into or recalled since the first read. Re-read only then, and
+                # outside the scope lock unless a change comes after that too.
+                if read is None or self.episodic.rewrites != read:
+                    read = self.episodic.rewrites
+                    rows = await self.episodic.get(sorted(ids), vectors=True)
                 async with self.locks.scope(scope):
-                    # Re-read: an item may have been merged into or recalled meanwhile. The
-                    # decisions apply to the items as they are now.
-                    fresh = {r.id: r for r in await self.episodic.get(sorted(ids), vectors=True)
-                             if r.tier == "buffer"}  # fmt: skip
+                    if read is None or self.episodic.rewrites != read:
+                        rows = await self.episodic.get(sorted(ids), vectors=True)
+                    fresh = {r.id: r for r in rows if r.id in ids and r.tier == "buffer"}
                     gone = [i for i in linked if i not in fresh]
                     if gone:  # never, while the claim and the linking lock hold; a graph
                         await self.graph.retract(scope, gone)  # never outlives its memory
