@@ -1,7 +1,8 @@
 """What the slow writes of an ingest wait on: per `remember`, the time in the gate's preparation
-(embedding, gate, tags: outside the locks), in the table insert (which waits on the table's
-writer lock: a maintenance's optimize holds it) and the rest (mostly the scope lock: a
-consolidation applying its decisions holds it), and whether a consolidation run overlapped it.
+(embedding, gate, tags: outside the locks), in the table insert (the table's writer lock, which
+a consolidation's move and a maintenance's new handle hold; an append beside a compaction is
+slower too) and the rest (mostly the scope lock: a consolidation's move holds it), and whether
+a consolidation run overlapped it.
 
     PYTHONPATH=. .venv/bin/python scripts/measure_write_tail.py [N] [--set SECTION.KEY=VALUE]
 
