@@ -5,8 +5,9 @@ items), ``longterm`` (promoted by consolidation, still searchable text, linked i
 or ``trash`` (pruned or forgotten; restorable until purged). Keeping one row per memory for its
 whole life is what lets the id that ``remember`` returns name it in every tier.
 
-Invariants: writes are serialised by one lock and run off the event loop; a hard purge
-leaves no old version of a deleted row on disk; what goes in and comes out are records
+Invariants: writes are serialised by one lock and run off the event loop (a maintenance's
+compaction excepted: a local table's appends commit beside it, :meth:`maintain`); a hard
+purge leaves no old version of a deleted row on disk; what goes in and comes out are records
 (:class:`~cranimem_mcp.models.Memory` and the projections in :mod:`.records`), and filters
 are built only from validated values (:mod:`.records`).
 
