@@ -541,13 +541,10 @@ def _ranker(settings: Settings, episodic: EpisodicStore) -> Ranker:
     rules (a speaker focus, a speaker's lift, neighbours' lent scores, a wider pool to
     re-score), else the hybrid search's own order."""
     r = settings.retrieval
-    scored = r.fusion == "lift"  # the fused score is on the cosine's scale: it is shown
-    rerank = Rerank(r.pool, r.speaker_boost, r.neighbour_weight, r.session_hours, scored=scored)
+    rerank = Rerank(r.pool, r.speaker_boost, r.neighbour_weight, r.session_hours)
     if r.speaker_turns <= 0 and not rerank.active and r.pool == 1:
-        return HybridRanker(episodic, scored)
-    speaker_rerank = Rerank(
-        r.speaker_pool, 0.0, r.speaker_neighbour_weight, r.session_hours, scored=scored
-    )
+        return HybridRanker(episodic)
+    speaker_rerank = Rerank(r.speaker_pool, 0.0, r.speaker_neighbour_weight, r.session_hours)
     return ConversationRanker(episodic, r.speaker_turns, rerank, speaker_rerank)
 
 

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from cranimem_mcp.buffer.episodic import EpisodicStore
+from cranimem_mcp.buffer.lance import LinearCombinationReranker, RRFReranker
+from cranimem_mcp.buffer.records import scope_filter
 from cranimem_mcp.buffer.table import LocalTable, SharedTable
 from cranimem_mcp.buffer.working_set import LIVE, MIRRORED, Entry, ScopeSet, WorkingSet
 from cranimem_mcp.errors import StoreError
@@ -211,7 +213,9 @@ async def test_the_mirror_follows_every_kind_of_change(open_engine):
 @pytest.mark.parametrize("fusion", ["rrf", "linear"])
 async def test_hybrid_search_matches_lancedb_hybrid_query(tmp_path, fusion, episodic_location):
     """The mirrored hybrid search (vector half in memory, full text in LanceDB, fused by the
-    same LanceDB reranker) ranks exactly as LanceDB's own hybrid query does."""
+    same LanceDB reranker) ranks exactly as LanceDB's own hybrid query does, and as the
+    unmirrored search (both halves in LanceDB); the score each shows never rises down the
+    list."""
     rng = random.Random(3)
     nrng = np.random.default_rng(3)
     words = "alpha beta gamma delta trip Japan budget deploy Friday Atlas Rust ramen".split()
@@ -239,6 +243,15 @@ async def test_hybrid_search_matches_lancedb_hybrid_query(tmp_path, fusion, epis
         assert [round(h.similarity, 5) for h in got] == [
             round(h.similarity, 5) for h in want]  # fmt: skip
         assert [h.fused for h in got] == pytest.approx([h.fused for h in want], abs=1e-5)
+        assert [h.fused for h in got] == sorted((h.fused for h in got), reverse=True)
+        if q.strip() and q != "nothing matches zzz":
+            reranker = LinearCombinationReranker() if fusion == "linear" else RRFReranker()
+            lance = (
+                plain._table.search(query_type="hybrid").vector(qvec.tolist()).text(q)
+                .distance_type("cosine").rerank(reranker)
+                .where(scope_filter("s", LIVE), prefilter=True).limit(8).to_list()
+            )  # fmt: skip
+            assert [h.entry.id for h in got] == [r["id"] for r in lance]
     assert mirrored._ws.get("s") is not None and plain._ws.get("s") is None
 
 

@@ -113,6 +113,7 @@ class EpisodicStore:
         self._ws = WorkingSet(dim, working_set_rows)
         self._schema = schema(dim)
         self._lift = text_lift if fusion == "lift" else None
+        self._weight = vector_weight if fusion == "linear" else None
         self._reranker: Any = (
             LinearCombinationReranker(vector_weight) if fusion == "linear" else RRFReranker()
         )
@@ -547,10 +548,11 @@ class EpisodicStore:
         limit: int,
         among: Collection[str] | None = None,
     ) -> list[Hit]:
-        """LanceDB's hybrid search (vector + full-text, reciprocal-rank fused), best first.
-        A mirrored scope runs the vector half on the working set and only the full-text
-        half in LanceDB, fused by the same reranker LanceDB's hybrid query uses. ``among``:
-        only these memory ids (:meth:`_hybrid_among`)."""
+        """The hybrid search (vector + full-text halves, fused as ``fusion`` says), best first,
+        each hit's ``score`` on the cosine's scale and in its order (:mod:`.fusion`).
+        A mirrored scope runs the vector half on the working set, an unmirrored one in
+        LanceDB; the full-text half is LanceDB's. ``among``: only these memory ids
+        (:meth:`_hybrid_among`)."""
         where = scope_filter(scope, tiers)
         terms = " ".join(re.findall(r"\w+", text))
         tiers = tuple(tiers)
@@ -568,30 +570,27 @@ class EpisodicStore:
                 (r["id"], float(r["_score"])) for r in await self._fts(where, terms, limit, ["id"])
             ]
             text = [(i, score) for i, score in found if i in mirrored]
-            if self._lift is not None:
-                return lift(near, self._text_half(mirrored, vector, text), self._lift, limit)
-            return fuse(self._reranker, mirrored, vector, near, text, limit)
-        if self._lift is not None and terms:
-            return await self._lifted(where, vector, terms, limit)
+            return self._fused(near, self._text_half(mirrored, vector, text), limit)
+        if terms:
+            return await self._unmirrored(where, vector, terms, limit)
 
         def run() -> list[dict[str, Any]]:
-            if not terms:
-                query = self._table.search(vector.tolist()).distance_type("cosine")
-            else:
-                query = (
-                    self._table.search(query_type="hybrid")
-                    .vector(vector.tolist())
-                    .text(terms)
-                    .distance_type("cosine")
-                    .rerank(self._reranker)
-                )
+            query = self._table.search(vector.tolist()).distance_type("cosine")
             return query.where(where, prefilter=True).limit(limit).to_list()
 
         hits = []
         for r in await self._run(run):
             sim = float(np.asarray(r["vector"], dtype=np.float32) @ vector)
-            hits.append(Hit(entry(r), sim, float(r.get("_relevance_score", sim))))
+            hits.append(Hit(entry(r), sim, sim))
         return hits
+
+    def _fused(
+        self, near: list[tuple[Entry, float]], text: list[tuple[Entry, float, float]], limit: int
+    ) -> list[Hit]:
+        """The two halves fused as the store's ``fusion`` says."""
+        if self._lift is not None:
+            return lift(near, text, self._lift, limit)
+        return fuse(self._reranker, self._weight, near, text, limit)
 
     async def _hybrid_among(
         self, scope: str, vector: np.ndarray, terms: str, tiers: tuple[str, ...], limit: int,
@@ -609,9 +608,7 @@ class EpisodicStore:
         rows = await self._fts(where, terms, 4 * limit, ["id"])
         text = [(r["id"], float(r["_score"])) for r in rows if r["id"] in among][:limit]
         text = [(i, score) for i, score in text if i in mirrored]
-        if self._lift is not None:
-            return lift(near, self._text_half(mirrored, vector, text), self._lift, limit)
-        return fuse(self._reranker, mirrored, vector, near, text, limit)
+        return self._fused(near, self._text_half(mirrored, vector, text), limit)
 
     @staticmethod
     def _text_half(
@@ -625,9 +622,12 @@ class EpisodicStore:
                 out.append((found, mirrored.similarity(memory_id, vector), score))
         return out
 
-    async def _lifted(self, where: str, vector: np.ndarray, terms: str, limit: int) -> list[Hit]:
-        """The ``lift`` fusion of an unmirrored scope: a vector search and a full-text search
-        in LanceDB, fused as a mirrored scope's are."""
+    async def _unmirrored(
+        self, where: str, vector: np.ndarray, terms: str, limit: int
+    ) -> list[Hit]:
+        """The hybrid search of an unmirrored scope: a vector search and a full-text search in
+        LanceDB (the two halves LanceDB's hybrid query runs), fused as a mirrored scope's
+        are."""
 
         def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             columns = [*FIELDS, "vector"]
@@ -643,7 +643,7 @@ class EpisodicStore:
 
         near = [(entry(r), cosine(r)) for r in near_rows]
         text = [(entry(r), cosine(r), float(r["_score"])) for r in text_rows]
-        return lift(near, text, self._lift or 0.0, limit)
+        return self._fused(near, text, limit)
 
     async def _fts(
         self, where: str | None, terms: str, limit: int, columns: list[str]

@@ -1,10 +1,12 @@
-"""The hybrid search of a mirrored scope: the vector half answered by the working set, the
-full-text half by LanceDB, fused by the reranker LanceDB's own hybrid query uses; and the
-score a hybrid search's hit shows (:func:`shown`).
+"""The fusion of a hybrid search's two halves (the vector half, answered by the working set
+or LanceDB, and LanceDB's full-text half): by the reranker LanceDB's own hybrid query uses
+(linear or reciprocal rank, :func:`fuse`), or by the ``lift`` fusion (:func:`lift`).
 
-Invariant: it ranks as LanceDB's hybrid query over the same rows would (scores normalised
-per half as LanceDB normalises them before it fuses; tests/test_working_set.py checks the
-ranking, tests/test_fusion.py the normalisation).
+Invariants: :func:`fuse` ranks as LanceDB's hybrid query over the same rows would (scores
+normalised per half as LanceDB normalises them before it fuses; tests/test_working_set.py
+checks the ranking, tests/test_fusion.py the normalisation). Every hit's ``score`` is on the
+cosine's scale and rises with the relevance that ranks it: a recall shows it, so a memory
+shown above another never scores less (:func:`on_cosine_scale`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cranimem_mcp.buffer.records import Hit
-from cranimem_mcp.buffer.working_set import Entry, ScopeSet
+from cranimem_mcp.buffer.working_set import Entry
 
 
 def normalise(scores: pa.Array) -> pa.Array:
@@ -42,36 +43,70 @@ def normalise(scores: pa.Array) -> pa.Array:
 
 def fuse(
     reranker: Any,
-    mirrored: ScopeSet,
-    vector: np.ndarray,
+    weight: float | None,
     near: Sequence[tuple[Entry, float]],
-    text: Sequence[tuple[str, float]],
+    text: Sequence[tuple[Entry, float, float]],
     limit: int,
 ) -> list[Hit]:
     """The best ``limit`` of the vector half ``near`` (entries and cosines, best first) and
-    the full-text half ``text`` (ids and scores, best first, all in ``mirrored``)."""
-    text_ids = [memory_id for memory_id, _score in text]
+    the full-text half ``text`` (entries, cosines and BM25 scores, best first), in the
+    order of ``reranker`` (LanceDB's, which ``weight`` parametrises for the linear fusion;
+    None: reciprocal rank), each with its fused relevance on the cosine's scale
+    (:func:`on_cosine_scale`): the score that ranks it is the score it shows."""
+    entries = {e.id: (e, sim) for e, sim in near} | {e.id: (e, sim) for e, sim, _s in text}
+    ids = list(entries)
+    number = {memory_id: n for n, memory_id in enumerate(ids)}
     # The reranker wants integer row ids, and scores normalised as LanceDB's hybrid
     # query normalises them (min-max per list) before it fuses.
-    ids = list(dict.fromkeys([*(e.id for e, _s in near), *text_ids]))
-    number = {memory_id: n for n, memory_id in enumerate(ids)}
     vector_half = pa.table({
         "_rowid": pa.array([number[e.id] for e, _s in near], pa.uint64()),
         "_distance": normalise(pa.array([1.0 - s for _e, s in near], pa.float32())),
     })  # fmt: skip
     text_half = pa.table({
-        "_rowid": pa.array([number[i] for i in text_ids], pa.uint64()),
-        "_score": normalise(pa.array([score for _i, score in text], pa.float32())),
+        "_rowid": pa.array([number[e.id] for e, _sim, _s in text], pa.uint64()),
+        "_score": normalise(pa.array([score for _e, _sim, score in text], pa.float32())),
     })  # fmt: skip
     fused = reranker.rerank_hybrid("", vector_half, text_half)
-    out = []
     ranked = zip(fused["_rowid"].to_pylist(), fused["_relevance_score"].to_pylist(), strict=True)
-    for rowid, score in list(ranked)[:limit]:
-        found_entry = mirrored.entry(ids[rowid])
-        if found_entry is not None:
-            sim = mirrored.similarity(found_entry.id, vector)
-            out.append(Hit(found_entry, sim, float(score)))
-    return out
+    out = []
+    for rowid, relevance in list(ranked)[:limit]:
+        found, sim = entries[ids[rowid]]
+        out.append(Hit(found, sim, float(relevance)))
+    return on_cosine_scale(out, [sim for _e, sim in near], weight if text else 1.0)
+
+
+# The cosines' spread assumed when the vector half's are all equal (one candidate): what the
+# best full-text match can add is then (1 - weight) / weight x this.
+NOMINAL_SPREAD = 0.1
+
+
+def on_cosine_scale(hits: list[Hit], cosines: Sequence[float], weight: float | None) -> list[Hit]:
+    """``hits`` (best first, ``fused``: LanceDB's relevance), each told how its search's
+    relevance maps onto the cosine's scale (``base + per x relevance``, rising with it), so
+    that the score a recall shows is the score that ranked it. ``cosines``: the vector
+    half's.
+
+    Linear fusion (``weight`` w, the vector half's share): LanceDB's relevance is
+    ``w x (cos - lo) / (hi - lo) + (1 - w) x t``, with ``lo`` and ``hi`` the vector half's
+    least and greatest cosine and ``t`` the full-text score's min-max share (0 when full-text
+    search did not find it). So ``lo + (hi - lo) / w x relevance`` is exactly
+    ``cos + (1 - w) / w x (hi - lo) x t``: the memory's cosine (the vector half's least, for a
+    memory only full-text search found) lifted by its words. With no full-text half
+    (``weight`` 1) that is the cosine itself. Reciprocal rank (``weight`` None) or text
+    alone (0): the relevance's range mapped onto the cosines' (the best shows ``hi``, the
+    least ``lo``)."""
+    if not hits:
+        return hits
+    pool = list(cosines) or [h.similarity for h in hits]
+    hi, lo = max(pool), min(pool)
+    spread = hi - lo or NOMINAL_SPREAD
+    if weight is not None and weight > 0:
+        base, per = hi - spread, spread / weight
+    else:
+        top, least = max(h.fused for h in hits), min(h.fused for h in hits)
+        per = spread / (top - least) if top > least else 0.0
+        base = lo - per * least if top > least else hi
+    return [Hit(h.entry, h.similarity, h.fused, base, per) for h in hits]
 
 
 def lift(
@@ -94,14 +129,3 @@ def lift(
         scored[found.id] = (found, sim, sim + share)
     ranked = sorted(scored.values(), key=lambda es: -es[2])[:limit]
     return [Hit(found, sim, fused) for found, sim, fused in ranked]
-
-
-def shown(hits: Sequence[Hit], scored: bool) -> list[float]:
-    """The score each of ``hits`` (a hybrid search's, best first) shows: its fused score when
-    the fusion is on the cosine's scale and ranks (``scored``: the ``lift`` fusion), else its
-    cosine, lifted a little by its rank (an rrf or linear fused score is on no scale a reader
-    knows, and a context block's ``min_score`` is a cosine)."""
-    return [
-        h.fused if scored else h.similarity + 0.05 * (1.0 - rank / len(hits))
-        for rank, h in enumerate(hits)
-    ]

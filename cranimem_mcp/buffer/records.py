@@ -126,11 +126,25 @@ class MemoryKey(NamedTuple):
 @dataclass(slots=True)
 class Hit:
     """A search result: the memory (its working-set fields), its cosine to the query and,
-    from a hybrid search, the fused relevance (the cosine when there was no text half)."""
+    from a hybrid search, the fused relevance that ranks it (the cosine when there was no
+    text half). ``base`` and ``per`` map a relevance of its search onto the cosine's scale,
+    rising with it (:func:`~cranimem_mcp.buffer.fusion.on_cosine_scale`): :attr:`score` is
+    what a recall shows, in the order the relevance ranks."""
 
     entry: Entry
     similarity: float
     fused: float
+    base: float = 0.0
+    per: float = 1.0
+
+    @property
+    def score(self) -> float:
+        return self.scaled(self.fused)
+
+    def scaled(self, relevance: float) -> float:
+        """``relevance`` (of this hit's search: the fused relevance plus what re-scoring
+        added) on the cosine's scale."""
+        return self.base + self.per * relevance
 
 
 # --- filters -------------------------------------------------------------------------------

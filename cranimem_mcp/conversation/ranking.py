@@ -51,7 +51,7 @@ class ConversationRanker:
     ) -> list[tuple[Entry, float]]:  # fmt: skip
         """The named speakers' own turns first (with ``focus``), then the others."""
         if tiers != LIVE:
-            plain = Rerank(scored=self.rerank.scored)
+            plain = Rerank()
             return await self._everyone(scope, query, qvec, k, as_of, plain, tiers, frozenset())
         named = focus.names if focus is not None else frozenset()
         own: list[tuple[Entry, float]] = []
@@ -81,6 +81,5 @@ class ConversationRanker:
         entries = await self.episodic.live_rows(scope, LIVE) if live else []
         if as_of is not None:
             entries = [e for e in entries if e.happened_at <= as_of]
-        # The fused rank orders the candidates; the score is the cosine, lifted a little for
-        # the ones full-text search also found near the top (and by the re-scoring).
+        # The fused score (on the cosine's scale) orders the candidates, with the re-scoring.
         return rerank(hits, entries, named, policy)

@@ -9,9 +9,11 @@ that addresses them as well). Turns written one after the other in the same sess
 each other ("How are the kids?" / "They loved the trip"): a strong hit lends part of its
 score to its neighbours, so a reply that never repeats the question's words can still rank.
 
-Invariant: re-scoring only reorders and extends the candidates; every score stays a cosine
-plus bounded lifts, so the context block's ``min_score`` keeps its meaning. With both
-weights at 0 the order is the hybrid search's own.
+Invariant: re-scoring only reorders and extends the candidates, by the fused relevance plus
+bounded lifts; the score shown is that sum on the cosine's scale
+(:mod:`~cranimem_mcp.buffer.fusion`), so it follows the order and the context block's
+``min_score`` keeps its meaning. With both weights at 0 the order is
+the hybrid search's own.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from cranimem_mcp.buffer import fusion
 from cranimem_mcp.buffer.records import Hit
 from cranimem_mcp.buffer.working_set import Entry
 from cranimem_mcp.conversation.transcript import speaker
@@ -34,8 +35,6 @@ class Rerank:
     speaker_boost: float = 0.0  # added to a turn whose speaker the query names
     neighbour_weight: float = 0.0  # share of a hit's score lent to the turns beside it
     session_hours: float = 1.0  # neighbours must have happened this close to each other
-    # The fused score is on the cosine's scale and ranks (the "lift" fusion): it is shown.
-    scored: bool = False
 
     @property
     def active(self) -> bool:
@@ -49,13 +48,13 @@ def rerank(
     first; ``entries`` the scope's live memories (the neighbours come from them); ``named``
     the scope's speakers the query names (:mod:`.speakers`).
 
-    The order is the fused relevance plus the lifts (the fused score carries the full-text
-    half: ordering the candidates by cosine alone lost a fifth of the evidence found, R@5
-    0.569 -> 0.444 with three candidates per memory). The score shown is the cosine, lifted
-    a little by the rank, plus the same lifts."""
-    shown = {h.entry.id: s for h, s in zip(hits, fusion.shown(hits, policy.scored), strict=True)}
+    The order is the fused relevance plus the lifts (the fused relevance carries the
+    full-text half: ordering the candidates by cosine alone lost a fifth of the evidence
+    found, R@5 0.569 -> 0.444 with three candidates per memory); the score shown is that sum
+    on the cosine's scale (:meth:`~cranimem_mcp.buffer.records.Hit.scaled`), so it follows
+    the order."""
     if not policy.active:  # the hybrid search's own order, as the module docstring says
-        return [(h.entry, shown[h.entry.id]) for h in hits]
+        return [(h.entry, h.score) for h in hits]
     key = {h.entry.id: h.fused for h in hits}
     by_id: dict[str, Entry] = {h.entry.id: h.entry for h in hits}
     extra = dict.fromkeys(key, 0.0)
@@ -65,33 +64,32 @@ def rerank(
                 extra[memory_id] += policy.speaker_boost
     if policy.neighbour_weight > 0:
         lifted = {m: key[m] + extra[m] for m in key}
-        neighbours = _neighbours(hits, entries, lifted, shown, policy)
-        for memory_id, (entry, lent, lent_shown) in neighbours.items():
+        for memory_id, (entry, lent) in _neighbours(hits, entries, lifted, policy).items():
             if memory_id in by_id:
                 extra[memory_id] += lent
             else:  # a turn beside a hit that the search did not find: it rides on the hit
                 by_id[memory_id] = entry
-                key[memory_id], shown[memory_id], extra[memory_id] = 0.0, lent_shown, lent
+                key[memory_id], extra[memory_id] = 0.0, lent
     ranked = sorted(by_id.values(), key=lambda e: -(key[e.id] + extra[e.id]))
-    return [(e, shown[e.id] + extra[e.id]) for e in ranked]
+    scale = hits[0].scaled if hits else float  # one search: one map for all its hits
+    return [(e, scale(key[e.id] + extra[e.id])) for e in ranked]
 
 
 def _neighbours(
     hits: Sequence[Hit],
     entries: Sequence[Entry],
     scores: dict[str, float],
-    shown: dict[str, float],
     policy: Rerank,
-) -> dict[str, tuple[Entry, float, float]]:
+) -> dict[str, tuple[Entry, float]]:
     """What each turn beside a hit (turn number +-1, both turns of a conversation, their
     events within the session's hours) is lent: the largest share of a neighbouring hit's
-    score (and of its shown score). Only turns lend and borrow
+    score. Only turns lend and borrow
     (:func:`~cranimem_mcp.conversation.transcript.speaker`): notes written one after the
     other are no conversation, and paragraphs that share a title were not either (a gold
     HotpotQA paragraph lost its place to its neighbours' lent scores, docs/RESULTS.md)."""
     by_turn = {e.turn: e for e in entries if e.turn is not None}
     window = timedelta(hours=policy.session_hours)
-    lent: dict[str, tuple[Entry, float, float]] = {}
+    lent: dict[str, tuple[Entry, float]] = {}
     w = policy.neighbour_weight
     for h in hits:
         if h.entry.turn is None or speaker(h.entry.content) is None:
@@ -104,6 +102,6 @@ def _neighbours(
             if speaker(n.content) is None:
                 continue
             share = w * scores[h.entry.id]
-            if share > lent.get(n.id, (n, 0.0, 0.0))[1]:
-                lent[n.id] = (n, share, w * shown[h.entry.id])
+            if share > lent.get(n.id, (n, 0.0))[1]:
+                lent[n.id] = (n, share)
     return lent

@@ -105,8 +105,12 @@ def first(
     theirs: list[tuple[Entry, float]], others: list[tuple[Entry, float]]
 ) -> list[tuple[Entry, float]]:
     """The speakers' turns, then the other candidates not among them. A memory in both keeps
-    the better of its two scores: a score lent to it as a neighbour never hides its own."""
+    the better of its two scores: a score lent to it as a neighbour never hides its own. The
+    order is the score shown: the speakers' turns by their scores, and a turn ranked after
+    them shows at most the weakest of theirs."""
     own = {entry.id: score for entry, score in others}
     seen = {entry.id for entry, _score in theirs}
     lifted = [(e, max(score, own.get(e.id, score))) for e, score in theirs]
-    return lifted + [(e, score) for e, score in others if e.id not in seen]
+    lifted.sort(key=lambda es: -es[1])
+    cap = lifted[-1][1] if lifted else float("inf")
+    return lifted + [(e, min(score, cap)) for e, score in others if e.id not in seen]

@@ -52,9 +52,8 @@ def _lines(items: list[RecallItem], facts: list[Fact]) -> list[_Line]:
     # closest to the question ("mint tea" is nearer to "drink" than "matcha"); read top
     # down, the current memory or fact must come first (temporal benchmark: current-fact
     # accuracy 0.93 with outdated memories among the others, docs/RESULTS.md).
-    # Why the items keep their order: it is the recall's ranking, which the score shown does
-    # not follow (by score, the first five of a recall of 8 held 0.569 of LoCoMo-dev's
-    # evidence, in this order 0.619: docs/RESULTS.md). Stable sorts: facts by score, groups.
+    # The items keep their order, the recall's ranking: each shows the score that ranked it
+    # (so the order is by score, recall/ranking.py). Stable sorts: facts by score, groups.
     lines.sort(key=lambda ln: -ln.score if isinstance(ln.ref, Fact) else 0.0)
     lines.sort(key=lambda ln: _group(ln.ref))
     return lines

@@ -2,12 +2,14 @@
 
 The engine picks one from the settings and hands it to recall. :class:`HybridRanker` is the
 plain one: the hybrid search's own order (vector and full-text halves, fused), each memory
-with the score it shows (:func:`~cranimem_mcp.buffer.fusion.shown`). The conversation-aware
-one (:class:`~cranimem_mcp.conversation.ranking.ConversationRanker`) searches a named
-speaker's own turns first and lends a turn's neighbours part of its score; it applies only
-to a scope that holds a conversation's turns.
+with the fused score that ranked it, on the cosine's scale
+(:mod:`~cranimem_mcp.buffer.fusion`). The conversation-aware one
+(:class:`~cranimem_mcp.conversation.ranking.ConversationRanker`) searches a named speaker's
+own turns first and lends a turn's neighbours part of its score; it applies only to a scope
+that holds a conversation's turns.
 
-Invariant: a ranker only orders and scores candidates; recall then puts the memories holding
+Invariant: a ranker only orders and scores candidates, best first, and the score it gives is
+the one that ordered them (never rising down the list); recall then puts the memories holding
 a query's exact tokens first (:mod:`.exact`) and keeps the best ``k``.
 """
 
@@ -20,7 +22,6 @@ from typing import Protocol
 import numpy as np
 
 from cranimem_mcp.buffer.episodic import EpisodicStore
-from cranimem_mcp.buffer.fusion import shown
 from cranimem_mcp.buffer.working_set import Entry
 from cranimem_mcp.conversation.speakers import Focus
 
@@ -38,18 +39,16 @@ class Ranker(Protocol):
         tiers: tuple[str, ...], focus: Focus | None,
     ) -> list[tuple[Entry, float]]:  # fmt: skip
         """The candidates for ``query`` (embedded as ``qvec``; with a ``focus``, its query),
-        best first, each with its score: at least ``k`` when the tiers hold as many, of
-        events up to ``as_of`` when it is given."""
+        best first, each with the score that ranked it: at least ``k`` when the tiers hold as
+        many, of events up to ``as_of`` when it is given."""
         ...
 
 
 @dataclass(frozen=True)
 class HybridRanker:
-    """The hybrid search's top ``k`` as it ranks them. ``scored``: the fusion's score is on
-    the cosine's scale (the ``lift`` fusion) and is shown as it is."""
+    """The hybrid search's top ``k`` as it ranks them, with its fused scores."""
 
     episodic: EpisodicStore
-    scored: bool = False
 
     async def focus(self, scope: str, query: str, tiers: tuple[str, ...]) -> Focus | None:
         return None
@@ -62,4 +61,4 @@ class HybridRanker:
         hits = await self.episodic.hybrid(scope, qvec, query, tiers, limit=limit)
         if as_of is not None:  # what was known then: memories of events up to that time
             hits = [h for h in hits if h.entry.happened_at <= as_of][:k]
-        return [(h.entry, score) for h, score in zip(hits, shown(hits, self.scored), strict=True)]
+        return [(h.entry, h.score) for h in hits]
