@@ -14,7 +14,8 @@ re-running with the same ``--filled`` reads the same stores, so variants compare
 identical data.
 
     PYTHONPATH=. .venv/bin/python scripts/measure_ranking.py --filled /tmp/ranking \\
-        [--per-type 2] [--variant 'name={...}' ...] [--json out.json] [--log rows.jsonl]
+        [--per-type 2] [--variant 'name={...}' ...] [--no-default] [--only locomo] [--json out.json]
+        [--log rows.jsonl]
 
 ``--log`` appends each question's row as it is answered, so a run stopped part way still
 compares variants on the questions both answered (``"windows"`` re-embeds every store: on
@@ -34,6 +35,7 @@ from typing import Any
 
 from cranimem_mcp import validation
 from cranimem_mcp.backends.embeddings import OnnxEmbedder
+from cranimem_mcp.buffer.working_set import LIVE
 from cranimem_mcp.cli.doctor import reembed
 from cranimem_mcp.config import Settings
 from cranimem_mcp.engine import MemoryEngine
@@ -165,7 +167,11 @@ async def ask(
                     settings(home, overrides), embedder=embedder, background=False
                 ) as engine:
                     await redate(engine, item["scope"])
+                    live = await engine.episodic.live_rows(item["scope"], LIVE)
                     for q in item["questions"]:
+                        # The memories holding an evidence turn: a fact they state is about
+                        # the question (the facts' share of evidence, below).
+                        evidence = {e.id for e in live if any(w in e.content for w in q["wanted"])}
                         row: dict[str, float | None] = {}
                         for k in KS:
                             when = observed_at(q["asked"]) if asked and q["asked"] else None
@@ -184,6 +190,15 @@ async def ask(
                                     "items": [it.score for it in result.items],
                                     "evidence": [any(w in c for w in q["wanted"]) for c in found],
                                     "facts": [f.score for f in result.facts],
+                                    "fact_evidence": [
+                                        bool(evidence & set(f.sources)) for f in result.facts
+                                    ],
+                                    "fact_on_items": [
+                                        bool({it.id for it in result.items} & set(f.sources))
+                                        for f in result.facts
+                                    ],
+                                    "fact_hops": [f.hops for f in result.facts],
+                                    "context_chars": len(result.context),
                                 })  # fmt: skip
                             if q["sessions"]:
                                 s = metrics.session_ranks(found, q["sessions"])
@@ -221,11 +236,11 @@ async def main() -> None:
     p.add_argument("--only", choices=("locomo", "longmemeval"))
     p.add_argument("--json", type=Path)
     p.add_argument("--log", type=Path, help="append each question's row (JSON lines)")
-    p.add_argument("--skip-default", action="store_true", help="only the --variant rows")
+    p.add_argument("--no-default", action="store_true", help="only the --variant ones")
     args = p.parse_args()
     global LOG
     LOG = args.log
-    variants: dict[str, dict[str, Any]] = {} if args.skip_default else {"default": {}}
+    variants: dict[str, dict[str, Any]] = {} if args.no_default else {"default": {}}
     for spec in args.variant:
         name, _, raw = spec.partition("=")
         variants[name] = json.loads(raw)
