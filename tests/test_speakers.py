@@ -195,18 +195,22 @@ def test_the_context_block_keeps_the_ranking_facts_after_it_outdated_memories_la
             tier="buffer", superseded=superseded,
         )  # fmt: skip
 
-    def fact(obj: str, score: float) -> Fact:
-        return Fact(subject="Ann", predicate="likes", object=obj, support=1, sources=[],
+    def fact(obj: str, score: float, sources: list[str]) -> Fact:
+        return Fact(subject="Ann", predicate="likes", object=obj, support=1, sources=sources,
                     score=score)  # fmt: skip
 
     items = [item(1, 0.2), item(2, 0.6, superseded=True), item(3, 0.5), item(4, 0.4)]
-    context, kept, facts = render(items, [fact("tea", 0.3), fact("jazz", 0.7)], 4000)
+    # A fact bears on the query when a memory read states it (tea), or it scores at least the
+    # best current memory (jazz); golf does neither and is left out.
+    found = [fact("tea", 0.3, ["m3"]), fact("jazz", 0.7, []), fact("golf", 0.45, ["m9"])]
+    context, kept, facts = render(items, found, 4000)
     order = [ln.split()[1] for ln in context.splitlines() if ln.startswith("[recent")]
     assert order == ["m1", "m3", "m4", "m2"]
     assert [it.id for it in kept] == ["m1", "m3", "m4", "m2"]
     assert [f.object for f in facts] == ["jazz", "tea"]
     assert context.index("jazz") < context.index("tea") < context.index("memory 2")
     assert context.index("memory 4") < context.index("jazz")
+    assert "golf" not in context
 
 
 async def test_a_recall_across_scopes_keeps_each_scopes_ranking(open_engine):

@@ -3,7 +3,8 @@
 Every line starts with its label (path, id, score, the day it happened) and stored text is
 flattened to one line with ``<``/``>`` escaped, so recalled data cannot pose as the server's
 own words. The block never exceeds ``max_chars``: the best memories that fit, in the recall's
-order, then the best-scoring facts in the room left, outdated memories last.
+order, then the best-scoring facts that bear on the query in the room left (:func:`bears`),
+outdated memories last.
 """
 
 from __future__ import annotations
@@ -87,16 +88,33 @@ def floor(items: list[RecallItem], min_score: float, ratio: float) -> float:
     return max(min_score, ratio * best)
 
 
+def bears(fact: Fact, read: set[str], best: float) -> bool:
+    """Whether a fact bears on the query: a memory the block reads states it (``read``: their
+    ids), or it scores at least as well as the best memory (``best``), so it may say what no
+    memory read says. Why: the graph walk brings the facts of every entity the query and its
+    best memories name, scored by a fact's short text against the query; a fact about the
+    query's entities scores about as well as the memories, bearing or not (on LoCoMo-dev 3%
+    of the 24 facts a recall read came from an evidence turn). This keeps the facts of what
+    is read and the strongest others (per recall, LoCoMo-dev 23.9 -> 16.0 facts, LongMemEval
+    13.9 -> 4.7; docs/RESULTS.md)."""
+    return bool(read.intersection(fact.sources)) or fact.score >= best
+
+
 def render(
     items: list[RecallItem], facts: list[Fact], max_chars: int, min_score: float = -1.0
 ) -> tuple[str, list[RecallItem], list[Fact]]:
-    """Fit the best lines scoring at least ``min_score`` into ``max_chars`` (>= 200); a line
-    that does not fit whole is cut with an ellipsis when a useful part of it fits."""
+    """Fit the best lines scoring at least ``min_score`` into ``max_chars`` (>= 200), facts
+    only when they bear on the query (:func:`bears`); a line that does not fit whole is cut
+    with an ellipsis when a useful part of it fits."""
     budget = max_chars - len(HEADER) - len(FOOTER)
     out: list[str] = []
     kept: list[_Line] = []
+    read: set[str] = set()  # the memories read so far: the facts come after them
+    best = max((it.score for it in items if not it.superseded), default=0.0)
     for line in _lines(items, facts):
         if line.score < min_score:
+            continue
+        if isinstance(line.ref, Fact) and not bears(line.ref, read, best):
             continue
         text = line.label + line.body + "\n"
         if len(text) <= budget:
@@ -108,6 +126,8 @@ def render(
             continue
         budget -= len(out[-1])
         kept.append(line)
+        if isinstance(line.ref, RecallItem):
+            read.add(line.ref.id)
     body = "".join(out) or (EMPTY if len(EMPTY) <= budget else "")
     context = HEADER + body + FOOTER
     assert len(context) <= max_chars

@@ -355,8 +355,9 @@ class DualPathRecall:
 
     async def _mark_outdated(self, scope: str, items: list[Any], when: datetime) -> None:
         """A memory whose every fact has since changed ("In 2014 I moved to Oslo", once the
-        user moved on) is kept but counts half and is labelled "previously", like its facts.
-        It ranks after every current memory, so it shows at most the weakest one's score."""
+        user moved on) is kept but counts half and is labelled "previously", like its facts:
+        it ranks where half its score puts it (the context block reads it after the current
+        memories and the facts)."""
         memories = {}
         if any(it.tier != "longterm" for it in items):
             await syntax.ready()  # buffer items are parsed below
@@ -370,10 +371,8 @@ class DualPathRecall:
         stale = await self.graph.outdated(scope, memories, when)
         if not stale:
             return
-        current = [it.score for it in items if it.id not in stale]
-        cap = min(current, default=float("inf"))
         for it in items:
             if it.id in stale:
                 it.superseded = True
-                it.score = min(round(it.score * 0.5, 4), cap)
-        items.sort(key=lambda it: it.superseded)  # outdated last, the ranking kept
+                it.score = round(it.score * 0.5, 4)
+        items.sort(key=lambda it: -it.score)  # stable: the ranking kept among equals
