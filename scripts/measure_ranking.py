@@ -224,6 +224,7 @@ async def ask(
             "short": round(short / max(1, len(took)), 3),
             "p50_ms": round(statistics.median(took), 1) if took else None,
             "shapes": shapes,
+            "rows": rows,  # per question, for comparing variants question by question
         }
     return out
 
@@ -252,7 +253,10 @@ async def main() -> None:
     results = {}
     for name, overrides in variants.items():
         results[name] = await ask(args.filled, stores, embedder, overrides, name)
-        brief = {b: {k: v for k, v in r.items() if k != "shapes"} for b, r in results[name].items()}
+        brief = {
+            b: {k: v for k, v in r.items() if k not in ("shapes", "rows")}
+            for b, r in results[name].items()
+        }
         print(name, json.dumps(brief), flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
