@@ -152,3 +152,37 @@ def test_lift_ranks_by_cosine_plus_a_share_of_the_best_text_score():
     assert [h.fused for h in hits] == sorted((h.fused for h in hits), reverse=True)
     assert [h.entry.id for h in lift(near, [], 0.2, limit=5)] == ["a", "b", "c"]
     assert round(lift([], text, 0.2, limit=5)[1].fused, 6) == 0.40  # d: 0.30 + 0.2 x 4/8
+
+
+@pytest.mark.parametrize("weight", [0.7, 0.5])
+def test_the_linear_fusion_shows_each_cosine_lifted_by_its_words_in_the_order_it_ranks(weight):
+    """LanceDB's linear relevance on the cosine's scale: a memory of the vector half shows its
+    cosine plus (1 - w) / w x the vector half's cosine spread x its full-text share, one the
+    vector half missed the half's least cosine plus the same; the order is LanceDB's, and the
+    score never rises down the list (it did, with the cosine shown: issue 41)."""
+    from datetime import UTC, datetime
+
+    from cranimem_mcp.buffer.fusion import fuse
+    from cranimem_mcp.buffer.working_set import Entry
+
+    def entry(name: str) -> Entry:
+        return Entry(name, "buffer", name, name, datetime.now(UTC), None, None)
+
+    a, b, c, d = (entry(x) for x in "abcd")
+    near = [(a, 0.60), (b, 0.50), (c, 0.40)]
+    text = [(c, 0.40, 8.0), (d, 0.20, 6.0), (b, 0.50, 2.0)]  # d: only full-text found it
+    hits = fuse(LinearCombinationReranker(weight), weight, near, text, limit=4)
+    lift = (1 - weight) / weight * (0.60 - 0.40)
+    share = {"a": 0.0, "b": 0.0, "c": 1.0, "d": (6.0 - 2.0) / (8.0 - 2.0)}  # min-max of 8, 6, 2
+    base = {"a": 0.60, "b": 0.50, "c": 0.40, "d": 0.40}  # d: the vector half's least cosine
+    want = {n: base[n] + lift * share[n] for n in "abcd"}
+    assert {h.entry.id: h.score for h in hits} == pytest.approx(want, abs=1e-6)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert [h.entry.id for h in hits] == sorted(want, key=lambda n: -want[n])
+    # No full-text half: the cosine itself; reciprocal rank: the order kept, the best shows
+    # the best cosine.
+    alone = fuse(LinearCombinationReranker(weight), weight, near, [], limit=3)
+    assert [round(h.score, 6) for h in alone] == [0.60, 0.50, 0.40]
+    rrf = fuse(RRFReranker(), None, near, text, limit=4)
+    assert [h.score for h in rrf] == sorted((h.score for h in rrf), reverse=True)
+    assert rrf[0].score == pytest.approx(0.60)

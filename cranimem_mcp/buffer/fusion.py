@@ -72,7 +72,9 @@ def fuse(
     for rowid, relevance in list(ranked)[:limit]:
         found, sim = entries[ids[rowid]]
         out.append(Hit(found, sim, float(relevance)))
-    return on_cosine_scale(out, [sim for _e, sim in near], weight if text else 1.0)
+    # No full-text half: LanceDB's linear relevance is the vector half's share alone (w = 1).
+    alone = 1.0 if not text and weight is not None else weight
+    return on_cosine_scale(out, [sim for _e, sim in near], alone)
 
 
 # The cosines' spread assumed when the vector half's are all equal (one candidate): what the
@@ -91,10 +93,10 @@ def on_cosine_scale(hits: list[Hit], cosines: Sequence[float], weight: float | N
     least and greatest cosine and ``t`` the full-text score's min-max share (0 when full-text
     search did not find it). So ``lo + (hi - lo) / w x relevance`` is exactly
     ``cos + (1 - w) / w x (hi - lo) x t``: the memory's cosine (the vector half's least, for a
-    memory only full-text search found) lifted by its words. With no full-text half
-    (``weight`` 1) that is the cosine itself. Reciprocal rank (``weight`` None) or text
-    alone (0): the relevance's range mapped onto the cosines' (the best shows ``hi``, the
-    least ``lo``)."""
+    memory only full-text search found) lifted by its words; with no full-text half
+    (``weight`` 1), the cosine itself. Reciprocal rank (``weight`` None) or text alone (0):
+    the relevance's range mapped onto the cosines' (the best shows ``hi``, the least
+    ``lo``)."""
     if not hits:
         return hits
     pool = list(cosines) or [h.similarity for h in hits]
