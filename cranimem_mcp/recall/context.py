@@ -89,9 +89,10 @@ def floor(items: list[RecallItem], min_score: float, ratio: float) -> float:
 
 
 def bears(fact: Fact, read: set[str], best: float) -> bool:
-    """Whether a fact bears on the query: a memory the block reads states it (``read``: their
-    ids), or it scores at least as well as the best memory (``best``), so it may say what no
-    memory read says. Why: the graph walk brings the facts of every entity the query and its
+    """Whether a fact bears on the query: a memory the block reads states it (``read``: the
+    ids of those above its floor, outdated ones too: "previously" facts come from them), or
+    it scores at least as well as the best memory (``best``), so it may say what no memory
+    read says. Why: the graph walk brings the facts of every entity the query and its
     best memories name, scored by a fact's short text against the query; a fact about the
     query's entities scores about as well as the memories, bearing or not (on LoCoMo-dev 3%
     of the 24 facts a recall read came from an evidence turn). This keeps the facts of what
@@ -109,7 +110,7 @@ def render(
     budget = max_chars - len(HEADER) - len(FOOTER)
     out: list[str] = []
     kept: list[_Line] = []
-    read: set[str] = set()  # the memories read so far: the facts come after them
+    read = {it.id for it in items if it.score >= min_score}  # the memories the block reads
     best = max((it.score for it in items if not it.superseded), default=0.0)
     for line in _lines(items, facts):
         if line.score < min_score:
@@ -126,8 +127,6 @@ def render(
             continue
         budget -= len(out[-1])
         kept.append(line)
-        if isinstance(line.ref, RecallItem):
-            read.add(line.ref.id)
     body = "".join(out) or (EMPTY if len(EMPTY) <= budget else "")
     context = HEADER + body + FOOTER
     assert len(context) <= max_chars
