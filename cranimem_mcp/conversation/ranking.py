@@ -81,5 +81,6 @@ class ConversationRanker:
         entries = await self.episodic.live_rows(scope, LIVE) if live else []
         if as_of is not None:
             entries = [e for e in entries if e.happened_at <= as_of]
-        # The fused score (on the cosine's scale) orders the candidates, with the re-scoring.
+        # The fused relevance orders the candidates, with the re-scoring; each shows that sum
+        # on the cosine's scale.
         return rerank(hits, entries, named, policy)

@@ -12,8 +12,7 @@ score to its neighbours, so a reply that never repeats the question's words can 
 Invariant: re-scoring only reorders and extends the candidates, by the fused relevance plus
 bounded lifts; the score shown is that sum on the cosine's scale
 (:mod:`~cranimem_mcp.buffer.fusion`), so it follows the order and the context block's
-``min_score`` keeps its meaning. With both weights at 0 the order is
-the hybrid search's own.
+``min_score`` keeps its meaning. With both weights at 0 the order is the hybrid search's own.
 """
 
 from __future__ import annotations

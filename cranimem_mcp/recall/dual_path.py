@@ -14,7 +14,8 @@ scope has trash, a small search over it tells the result which trashed memories 
 answered better (``trashed``, ``notice``): nothing pruned or forgotten vanishes silently.
 
 The context block (:mod:`.context`) never exceeds ``max_chars``; it holds the best-scoring
-memories that fit, then the best-scoring facts in the room left, every line labelled.
+memories that fit, then the best-scoring facts that bear on the query in the room left, every
+line labelled, each memory with the score that ranked it.
 """
 
 from __future__ import annotations
