@@ -14,6 +14,26 @@ from cranimem_mcp.models import Extraction
 pytestmark = pytest.mark.anyio
 
 
+class HeldCommit:
+    """The graph's commits held in their thread until ``release`` is set (``linking`` is set
+    when one arrives): a consolidation's linking, paused part way."""
+
+    def __init__(self, engine) -> None:
+        self._quads = engine.graph._store
+        self._commit = self._quads.commit
+        self.linking, self.release = threading.Event(), threading.Event()
+
+        def held(entries):
+            self.linking.set()
+            self.release.wait(20)
+            return self._commit(entries)
+
+        self._quads.commit = held
+
+    def restore(self) -> None:
+        self._quads.commit = self._commit
+
+
 class GatedExtractor:
     """A real Extractor (the heuristic one) that waits for a go signal, like a slow LLM."""
 
@@ -106,16 +126,8 @@ async def test_writes_go_on_while_consolidation_links_and_forget_waits_for_the_m
             await engine.remember(text, goal=life, pin=True)
             for text in ("I work at Acme Robotics in Berlin.", "My sister Ana lives in Lisbon.")
         ]
-        quads = engine.graph._store
-        linking, release = threading.Event(), threading.Event()
-        commit = quads.commit
-
-        def held(entries):
-            linking.set()
-            release.wait(20)
-            return commit(entries)
-
-        quads.commit = held
+        held = HeldCommit(engine)
+        linking, release = held.linking, held.release
         reports, forgotten = [], []
 
         async def run() -> None:
@@ -134,7 +146,7 @@ async def test_writes_go_on_while_consolidation_links_and_forget_waits_for_the_m
                 tg.start_soon(forget)
                 await anyio.wait_all_tasks_blocked()
                 assert not forgotten
-                quads.commit = commit
+                held.restore()
                 release.set()
         finally:
             release.set()
@@ -164,16 +176,8 @@ async def test_a_run_rereads_its_items_only_when_a_change_came_since_it_read_the
         assert read_again == []
 
         firsts = [await engine.remember(text, goal=life, pin=True) for text in texts]
-        quads = engine.graph._store
-        linking, release = threading.Event(), threading.Event()
-        commit = quads.commit
-
-        def held(entries):
-            linking.set()
-            release.wait(20)
-            return commit(entries)
-
-        quads.commit = held
+        held = HeldCommit(engine)
+        linking, release = held.linking, held.release
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(engine.consolidate, "default")
@@ -181,7 +185,7 @@ async def test_a_run_rereads_its_items_only_when_a_change_came_since_it_read_the
                 with anyio.fail_after(10):
                     repeat = await engine.remember(texts[1], goal=life)
                 assert repeat.status == "merged" and repeat.id == firsts[1].id
-                quads.commit = commit
+                held.restore()
                 release.set()
         finally:
             release.set()
