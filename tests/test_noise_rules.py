@@ -51,6 +51,7 @@ DURABLE = [
     "User wants to learn Japanese before the trip to Osaka.",
     "Wow, what a year: I got married and moved to Porto!",
     "Security is important to me.",  # short and plain, but about the user
+    "We need a database.",  # a requirement, however plain
     "I have one brother.",  # every word a pleasantry's but "brother"
     "The new year starts with my move to Oslo.",
     "[decision] We use Postgres 16.",

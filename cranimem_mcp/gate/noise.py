@@ -298,7 +298,7 @@ _GENERIC = frozenset(
     update updates updated fix fixes fixed issue issues problem problems bug bugs work worked
     working code data database system systems feature features improvement improvements
     important good better best bad great nice use used uses using various several item items
-    note notes info information detail details done need needs needed idea ideas plan plans
+    note notes info information detail details done idea ideas plan plans
     decision decisions progress task tasks project projects security performance quality""".split()
 )
 _FUNCTION = frozenset(
