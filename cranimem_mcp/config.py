@@ -83,6 +83,11 @@ class EpisodicSettings(_Section):
     # session (cranimem_mcp/conversation/threads.py): LoCoMo-dev R@5 0.631 -> 0.676, HotpotQA
     # unchanged.
     thread_turns: bool = True
+    # A memory longer than the embedder reads at once (MiniLM: 256 word pieces, ~1,000
+    # characters) is stored with the vectors of up to this many overlapping windows of it,
+    # and a recall scores it by its best window, not by its opening alone (1 = the opening
+    # only; a change applies to later writes).
+    windows: int = Field(8, ge=1, le=64)
 
 
 class ConsolidationSettings(_Section):

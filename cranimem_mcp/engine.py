@@ -556,6 +556,7 @@ def _intake_policy(settings: Settings, functional: frozenset[str]) -> IntakePoli
         secrets=g.secrets,
         tau_noise=g.tau_noise,
         functional=functional,
+        windows=settings.episodic.windows,
     )
 
 

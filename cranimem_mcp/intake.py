@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from cranimem_mcp.backends.embeddings import Embedder, EmbeddingCache
+from cranimem_mcp.backends.embeddings import Embedder, EmbeddingCache, embed_read
 from cranimem_mcp.backends.llm import Tagger
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.conversation.threads import Thread
@@ -56,6 +56,7 @@ class IntakePolicy:
     secrets: str  # "redact" or "reject" a write holding a credential
     tau_noise: float  # the threshold a pinned or merged write reports
     functional: frozenset[str]  # single-valued predicates: a new object ends the old fact
+    windows: int = 1  # a long text's vectors stored: its opening's and up to windows - 1 more
 
 
 class Intake:
@@ -154,7 +155,7 @@ class Intake:
                 prepared = await self._prepare(content, scope, goal, pin, found)
                 if isinstance(prepared, RememberResult):
                     return prepared
-            own, rel, decision, tagging = prepared
+            own, windows, rel, decision, tagging = prepared
             stamp = now()
             # A transcript turn is embedded with the turn it follows (the gate judged its own).
             vector, follows = await self.thread.vector(scope, content, own, stamp)
@@ -174,6 +175,7 @@ class Intake:
                 content=content,
                 content_hash=digest,
                 vector=vector,
+                windows=windows,
                 created_at=stamp,
                 observed_at=observed,
                 turn=turn,
@@ -262,9 +264,9 @@ class Intake:
 
     async def _prepare(
         self, content: str, scope: str, goal: str, pin: bool, redacted: list[str]
-    ) -> RememberResult | tuple[np.ndarray, float, gating.GateDecision, Any]:
+    ) -> RememberResult | tuple[np.ndarray, np.ndarray | None, float, gating.GateDecision, Any]:
         """Embed, gate and tag a write: a rejected result, or what the insert needs."""
-        vectors = await self.embedder.embed([content])
+        vectors, (windows,) = await embed_read(self.embedder, [content], self.policy.windows)
         await syntax.ready()  # the gate and the insert parse: the load waits off the loop
         vector, goal_vector = vectors[0], await self._goal_vector(goal)
         rel = gating.relevance(vector, goal_vector)
@@ -302,7 +304,7 @@ class Intake:
             # P(durable), so replay prunes it first unless it is recalled (paper B.3).
             low = min(u.importance, decision.durability)
             tagging = tagging.model_copy(update={"utility": Utility.of(low, u.surprise, u.emotion)})
-        return vector, rel, decision, tagging
+        return vector, windows, rel, decision, tagging
 
     async def _refuse_secret(self, scope: str, found: list[str]) -> RememberResult:
         """``gating.secrets = "reject"``: a write holding a credential is not stored."""

@@ -388,8 +388,9 @@ class Memory:
     """One memory: a row of the episodic table (paper B.2), whole, as the code reads it. The
     episodic store converts at its edge: what it takes and returns are these, not dicts.
 
-    ``vector`` is ``None`` when the read did not ask for it (``vectors=False``); a record
-    without its vector can be upserted, but then the working set reloads its scope.
+    ``vector`` (and ``windows``) is ``None`` when the read did not ask for it
+    (``vectors=False``); a record without its vector can be upserted, but then the working set
+    reloads its scope.
 
     A plain slots dataclass because the store converts thousands of rows per consolidation
     and per recall at 10k memories: measured here, building one from a row dict costs about
@@ -404,6 +405,10 @@ class Memory:
     content: str
     content_hash: str
     vector: Any = None  # a sequence of floats (list or numpy array), or None when not read
+    # A long text's further windows (its vector reads the first 256 word pieces): an array of
+    # their unit vectors, one row each, searched with the vector (its best window answers);
+    # None: it has none, or the read did not ask for vectors.
+    windows: Any = None
     created_at: datetime
     observed_at: datetime | None = None
     turn: int | None = None

@@ -50,6 +50,15 @@ class CachedEmbedder:
                 self.cache[t] = v
         return np.stack([self.cache[t] for t in texts])
 
+    async def embed_windows(self, texts: list[str], limit: int) -> list[np.ndarray]:
+        """A long text's windows, as the engine's embedder reads them (cached per limit)."""
+        key = [(limit, t) for t in texts]
+        missing = [t for t in dict.fromkeys(texts) if (limit, t) not in self.cache]
+        if missing:
+            for t, v in zip(missing, await self.inner.embed_windows(missing, limit), strict=True):
+                self.cache[(limit, t)] = v
+        return [self.cache[k] for k in key]
+
 
 def items_first() -> None:
     """Variant under test: episodic items ahead of graph facts in the context block."""

@@ -247,8 +247,8 @@ async def test_hybrid_search_matches_lancedb_hybrid_query(tmp_path, fusion, epis
         if q.strip() and q != "nothing matches zzz":
             reranker = LinearCombinationReranker() if fusion == "linear" else RRFReranker()
             lance = (
-                plain._table.search(query_type="hybrid").vector(qvec.tolist()).text(q)
-                .distance_type("cosine").rerank(reranker)
+                plain._table.search(query_type="hybrid", vector_column_name="vector")
+                .vector(qvec.tolist()).text(q).distance_type("cosine").rerank(reranker)
                 .where(scope_filter("s", LIVE), prefilter=True).limit(8).to_list()
             )  # fmt: skip
             assert [h.entry.id for h in got] == [r["id"] for r in lance]

@@ -65,6 +65,30 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class WindowReader(Protocol):
+    """An embedder that reads a long text window by window (its model reads a few hundred
+    word pieces): a long memory is searched by its best window, not by its opening alone."""
+
+    async def embed_windows(self, texts: list[str], limit: int) -> list[np.ndarray]:
+        """Per text, an array of 1 to ``limit`` unit rows: its vector (``embed``'s), then
+        the vectors of its second, third, ... window."""
+        ...
+
+
+async def embed_read(
+    embedder: Embedder, texts: list[str], windows: int
+) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """The vectors of ``texts`` and, where the embedder reads windows and a text has more than
+    one, the vectors of its further windows (up to ``windows`` in all; None: none). One
+    model run per window: the text's vector is not computed twice."""
+    if windows <= 1 or not isinstance(embedder, WindowReader):
+        return await embedder.embed(texts), [None] * len(texts)
+    rows = await embedder.embed_windows(texts, windows)
+    vectors = np.stack([r[0] for r in rows]) if rows else np.zeros((0, embedder.dim), np.float32)
+    return vectors, [r[1:] if len(r) > 1 else None for r in rows]
+
+
 @dataclass(frozen=True)
 class PackagedFile:
     """A model file shipped inside a PyPI package, pinned by its sha256."""
@@ -239,24 +263,59 @@ class OnnxEmbedder:
         """One vector per text. A text longer than the model reads (256 word pieces) is read
         in up to ``windows`` overlapping windows: its vector is their mean, weighted by their
         lengths, normalised (with one window: its opening only, as sentence-transformers)."""
+        owner, tokens, vectors = self._windows_sync(texts, self._windows)
+        return self._combined(len(texts), owner, tokens, vectors)
+
+    def embed_windows_sync(self, texts: list[str], limit: int) -> list[np.ndarray]:
+        """Each text's vector (:meth:`embed_sync`'s) followed by the vectors of its second to
+        ``limit``-th window by itself (256 word pieces each, ``STRIDE`` shared with the one
+        before): one row for a text the model reads whole. One model run per window."""
+        owner, tokens, vectors = self._windows_sync(texts, max(limit, self._windows))
+        whole = self._combined(len(texts), owner, tokens, vectors)
+        where = np.asarray(owner, dtype=np.int64)
+        out = []
+        for n in range(len(texts)):
+            own = vectors[where == n][1:limit]
+            out.append(np.concatenate([whole[n : n + 1], own]) if len(own) else whole[n : n + 1])
+        return out
+
+    def _windows_sync(
+        self, texts: list[str], limit: int
+    ) -> tuple[list[int], list[list[int]], np.ndarray]:
+        """The first ``limit`` windows of each text: the text of each, its word pieces, its
+        vector."""
         self.load()
         with self._run_lock:
             owner: list[int] = []  # the text of each window
             tokens: list[list[int]] = []
             for n, encoding in enumerate(self._tokenizer.encode_batch(texts)):
-                for window in [encoding, *encoding.overflowing][: self._windows]:
+                for window in [encoding, *encoding.overflowing][: max(1, limit)]:
                     owner.append(n)
                     tokens.append(window.ids)
             vectors = np.zeros((len(tokens), MINILM_DIM), dtype=np.float32)
             for rows in _batches(tokens):
                 vectors[rows] = self._run([tokens[i] for i in rows])
-        if len(tokens) == len(texts):
-            return vectors
-        out = np.zeros((len(texts), MINILM_DIM), dtype=np.float32)
-        np.add.at(out, owner, vectors * np.array([len(t) for t in tokens], np.float32)[:, None])
+        return owner, tokens, vectors
+
+    def _combined(
+        self, count: int, owner: list[int], tokens: list[list[int]], vectors: np.ndarray
+    ) -> np.ndarray:
+        """Each text's vector of its first ``windows`` windows (their length-weighted mean)."""
+        if self._windows <= 1 or len(tokens) == count:
+            first = np.searchsorted(owner, np.arange(count))
+            return vectors[first]
+        mine = np.ones(len(owner), dtype=bool)
+        seen: dict[int, int] = {}
+        for i, n in enumerate(owner):
+            seen[n] = seen.get(n, 0) + 1
+            mine[i] = seen[n] <= self._windows
+        owned = np.asarray(owner)[mine]
+        kept, lengths = vectors[mine], np.array([len(t) for t in tokens], np.float32)[mine]
+        out = np.zeros((count, MINILM_DIM), dtype=np.float32)
+        np.add.at(out, owned, kept * lengths[:, None])
         out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
-        counts = np.bincount(owner, minlength=len(texts))
-        first = np.searchsorted(owner, np.arange(len(texts)))
+        counts = np.bincount(owned, minlength=count)
+        first = np.searchsorted(owner, np.arange(count))
         single = counts == 1  # one window: its vector as it is, bit for bit
         out[single] = vectors[first[single]]
         return out
@@ -279,6 +338,11 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return await anyio.to_thread.run_sync(self.embed_sync, texts)
+
+    async def embed_windows(self, texts: list[str], limit: int) -> list[np.ndarray]:
+        if not texts:
+            return []
+        return await anyio.to_thread.run_sync(self.embed_windows_sync, texts, limit)
 
 
 def _batches(tokens: list[list[int]]) -> list[list[int]]:

@@ -39,9 +39,11 @@ from cranimem_mcp.buffer.records import (
     LIVE_KEY_SQL,
     META_COLUMNS,
     STANDING_COLUMNS,
+    VECTOR_COLUMNS,
     Hit,
     MemoryKey,
     Standing,
+    cosine,
     entry,
     hash_filter,
     ids_filter,
@@ -50,6 +52,7 @@ from cranimem_mcp.buffer.records import (
     schema,
     scope_filter,
     to_arrow,
+    window_arrays,
 )
 from cranimem_mcp.buffer.retention import (
     VersionRetention,
@@ -182,7 +185,7 @@ class EpisodicStore:
         found = self._ws.get(scope)
         if found is not None or not self._ws.wanted(scope):
             return found
-        cols = [*FIELDS, "vector"]
+        cols = [*FIELDS, "vector", "windows"]
         where = scope_filter(scope, MIRRORED)
 
         def load() -> Any:
@@ -193,11 +196,13 @@ class EpisodicStore:
                 table = await self._run(load)
                 flat = table.column("vector").combine_chunks().flatten().to_numpy()
                 vectors = flat.reshape(-1, self._dim)
-                entries = [entry(r) for r in table.drop_columns(["vector"]).to_pylist()]
-                self._ws.install(scope, entries, vectors)
+                windows = window_arrays(table.column("windows"), self._dim)
+                columns = table.drop_columns(["vector", "windows"])
+                entries = [entry(r) for r in columns.to_pylist()]
+                self._ws.install(scope, entries, vectors, windows)
                 # The scope's rows as Arrow and as dicts are garbage now (~60 MiB at 10k
                 # memories): give them back, or a server keeps them (docs/RESULTS.md).
-                del table, flat
+                del table, flat, columns
                 heap.trim()
         return self._ws.get(scope)
 
@@ -268,7 +273,7 @@ class EpisodicStore:
         if not ids:
             return
         # Changing a mirrored column in place is rare (never on the hot path): start over.
-        follow = self._ws.drop if set(values) & {*FIELDS, "scope", "vector"} else None
+        follow = self._ws.drop if set(values) & {*FIELDS, "scope", *VECTOR_COLUMNS} else None
         where = ids_filter(ids)
 
         def run() -> Any:
@@ -516,25 +521,48 @@ class EpisodicStore:
         return out
 
     async def nearest(
-        self, scope: str, vector: np.ndarray, tiers: Iterable[str], limit: int
-    ) -> list[Hit]:
-        """Vector search by cosine, best first (from the working set if the scope is mirrored)."""
+        self, scope: str, vector: np.ndarray, tiers: Iterable[str], limit: int,
+        windows: bool = False,
+    ) -> list[Hit]:  # fmt: skip
+        """Vector search by cosine, best first (from the working set if the scope is mirrored);
+        with ``windows``, a long memory's cosine is its best window's (a recall's; the gate
+        weighs a write against memories' openings)."""
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
-            return [Hit(e, sim, sim) for e, sim in mirrored.nearest(vector, tiers, limit)]
+            found = mirrored.nearest(vector, tiers, limit, windows=windows)
+            return [Hit(e, sim, sim) for e, sim in found]
         where = scope_filter(scope, tiers)
+        if windows:
+            near = await self._run(self._near_rows, where, vector, limit)
+            return [Hit(e, sim, sim) for e, sim in near]
 
         def run() -> list[dict[str, Any]]:
-            query = self._table.search(vector.tolist()).distance_type("cosine").limit(limit)
-            query = query.where(where, prefilter=True).select([*FIELDS, "_distance"])
-            return query.to_list()
+            query = self._table.search(vector.tolist(), vector_column_name="vector")
+            query = query.distance_type("cosine").where(where, prefilter=True).limit(limit)
+            return query.select([*FIELDS, "_distance"]).to_list()
 
         hits = []
         for r in await self._run(run):
             sim = 1.0 - float(r["_distance"])
             hits.append(Hit(entry(r), sim, sim))
         return hits
+
+    def _near_rows(
+        self, where: str | None, vector: np.ndarray, limit: int
+    ) -> list[tuple[Entry, float]]:
+        """An unmirrored scope's vector half: its best ``limit`` memories by their best
+        window, best first. Two LanceDB searches: by the opening's vector, and by the further
+        windows' (a multivector column, searched by its closest vector: memories without are
+        not in it)."""
+        columns = [*FIELDS, *VECTOR_COLUMNS, "_distance"]
+        found: dict[str, tuple[Entry, float]] = {}
+        for column in VECTOR_COLUMNS:
+            query = self._table.search(vector.tolist(), vector_column_name=column)
+            query = query.distance_type("cosine").where(where, prefilter=True).limit(limit)
+            for r in query.select(columns).to_list():
+                found.setdefault(r["id"], (entry(r), cosine(r, vector)))
+        return sorted(found.values(), key=lambda es: -es[1])[:limit]
 
     # Searches: hybrid (vector + full-text, fused) and full-text alone. A mirrored scope runs
     # the vector half on the working set and only the full-text half in LanceDB (fusion.py).
@@ -562,7 +590,7 @@ class EpisodicStore:
                 scope, vector, terms, tiers, limit, set(among), mirrored
             )
         if mirrored is not None:
-            near = mirrored.nearest(vector, tiers, limit)
+            near = mirrored.nearest(vector, tiers, limit, windows=True)
             if not terms:  # no words to search for: a vector search, as LanceDB would run it
                 return [Hit(e, sim, sim) for e, sim in near]
 
@@ -574,15 +602,8 @@ class EpisodicStore:
         if terms:
             return await self._unmirrored(where, vector, terms, limit)
 
-        def run() -> list[dict[str, Any]]:
-            query = self._table.search(vector.tolist()).distance_type("cosine")
-            return query.where(where, prefilter=True).limit(limit).to_list()
-
-        hits = []
-        for r in await self._run(run):
-            sim = float(np.asarray(r["vector"], dtype=np.float32) @ vector)
-            hits.append(Hit(entry(r), sim, sim))
-        return hits
+        near = await self._run(self._near_rows, where, vector, limit)
+        return [Hit(e, sim, sim) for e, sim in near]
 
     def _fused(
         self, near: list[tuple[Entry, float]], text: list[tuple[Entry, float, float]], limit: int
@@ -601,7 +622,7 @@ class EpisodicStore:
         if mirrored is None:  # unmirrored: the search over all, kept to ``among``
             found = await self.hybrid(scope, vector, terms, tiers, 4 * limit)
             return [h for h in found if h.entry.id in among][:limit]
-        near = mirrored.nearest(vector, tiers, limit, among)
+        near = mirrored.nearest(vector, tiers, limit, among, windows=True)
         if not terms:
             return [Hit(e, sim, sim) for e, sim in near]
         where = scope_filter(scope, tiers)
@@ -619,7 +640,7 @@ class EpisodicStore:
         for memory_id, score in text:
             found = mirrored.entry(memory_id)
             if found is not None:
-                out.append((found, mirrored.similarity(memory_id, vector), score))
+                out.append((found, mirrored.similarity(memory_id, vector, True), score))
         return out
 
     async def _unmirrored(
@@ -629,20 +650,13 @@ class EpisodicStore:
         LanceDB (the two halves LanceDB's hybrid query runs), fused as a mirrored scope's
         are."""
 
-        def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            columns = [*FIELDS, "vector"]
-            near = self._table.search(vector.tolist()).distance_type("cosine").limit(limit)
-            near = near.where(where, prefilter=True).select(columns).to_list()
+        def run() -> tuple[list[tuple[Entry, float]], list[dict[str, Any]]]:
+            near = self._near_rows(where, vector, limit)
             text = self._table.search(terms, query_type="fts").where(where, prefilter=True)
-            return near, text.limit(limit).select([*columns, "_score"]).to_list()
+            return near, text.limit(limit).select([*FIELDS, *VECTOR_COLUMNS, "_score"]).to_list()
 
-        near_rows, text_rows = await self._run(run)
-
-        def cosine(r: dict[str, Any]) -> float:
-            return float(np.asarray(r["vector"], dtype=np.float32) @ vector)
-
-        near = [(entry(r), cosine(r)) for r in near_rows]
-        text = [(entry(r), cosine(r), float(r["_score"])) for r in text_rows]
+        near, text_rows = await self._run(run)
+        text = [(entry(r), cosine(r, vector), float(r["_score"])) for r in text_rows]
         return self._fused(near, text, limit)
 
     async def _fts(
@@ -661,10 +675,10 @@ class EpisodicStore:
         is its cosine to ``vector``, its fused score the BM25 score."""
         tiers = tuple(tiers)
         ws = await self._mirrored(scope, tiers)
-        columns = list(FIELDS) if ws is not None else [*FIELDS, "vector"]
+        columns = list(FIELDS) if ws is not None else [*FIELDS, *VECTOR_COLUMNS]
         rows = await self._fts(scope_filter(scope, tiers), terms, limit, columns)
         if ws is not None:
-            sims = {r["id"]: ws.similarity(r["id"], vector) for r in rows if r["id"] in ws}
+            sims = {r["id"]: ws.similarity(r["id"], vector, True) for r in rows if r["id"] in ws}
         else:
-            sims = {r["id"]: float(np.asarray(r["vector"], np.float32) @ vector) for r in rows}
+            sims = {r["id"]: cosine(r, vector) for r in rows}
         return [Hit(entry(r), sims[r["id"]], float(r["_score"])) for r in rows if r["id"] in sims]

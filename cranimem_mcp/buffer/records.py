@@ -47,6 +47,7 @@ def schema(dim: int) -> pa.Schema:
             pa.field("content", pa.string(), nullable=False),
             pa.field("content_hash", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim)),
+            pa.field("windows", pa.list_(pa.list_(pa.float32(), dim))),
             pa.field("created_at", ts, nullable=False),
             pa.field("observed_at", ts),
             pa.field("turn", pa.int64()),
@@ -92,7 +93,8 @@ LIVE_KEY_SQL = {"tier = 'trash'": "id", "tier <> 'trash'": "concat(scope, '/', c
 SCALAR_INDEXES = {"id": BTree, "content_hash": BTree, "scope": Bitmap, "tier": Bitmap}
 
 COLUMNS = [f.name for f in schema(1) if f.name != LIVE_KEY]
-META_COLUMNS = [c for c in COLUMNS if c != "vector"]
+VECTOR_COLUMNS = ("vector", "windows")
+META_COLUMNS = [c for c in COLUMNS if c not in VECTOR_COLUMNS]
 KEY_COLUMNS = ["id", "scope", "tier", "content_hash"]
 
 
@@ -190,6 +192,30 @@ def memories(rows: Iterable[dict[str, Any]]) -> list[Memory]:
     return [Memory(**row) for row in rows]
 
 
+def window_arrays(column: pa.ChunkedArray | pa.Array, dim: int) -> list[np.ndarray | None]:
+    """The ``windows`` column read as, per row, an array of vectors (None: null or empty)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not len(column) or column.null_count == len(column):
+        return [None] * len(column)
+    offsets = column.offsets.to_numpy()
+    rows = column.values.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    return [
+        rows[offsets[i] : offsets[i + 1]] if valid[i] and offsets[i + 1] > offsets[i] else None
+        for i in range(len(column))
+    ]
+
+
+def cosine(row: dict[str, Any], vector: np.ndarray) -> float:
+    """A row's cosine to ``vector`` (read with its ``vector`` and ``windows``): its best
+    window's."""
+    sim = float(np.asarray(row["vector"], dtype=np.float32) @ vector)
+    if row.get("windows"):
+        sim = max(sim, float((np.asarray(row["windows"], dtype=np.float32) @ vector).max()))
+    return sim
+
+
 def entry(row: dict[str, Any]) -> Entry:
     """The working-set projection of a row holding at least :data:`FIELDS`."""
     return Entry(*(row[f] for f in FIELDS))
@@ -202,16 +228,37 @@ def to_arrow(records: Sequence[Memory], table_schema: pa.Schema, dim: int) -> pa
     key = table_schema.field(LIVE_KEY)
     keys = pa.array([live_key(r) for r in records], pa.string())
     record_schema = table_schema.remove(table_schema.get_field_index(LIVE_KEY))
+    meta_schema = pa.schema([record_schema.field(name) for name in META_COLUMNS])
+    table = _table(records, META_COLUMNS, meta_schema)
+    vector = record_schema.field("vector")
     vectors = [r.vector for r in records]
     if any(v is None for v in vectors):
-        table = _table(records, COLUMNS, record_schema)
+        listed = [None if v is None else list(map(float, v)) for v in vectors]
+        column = pa.array(listed, vector.type)
     else:
-        meta_schema = record_schema.remove(record_schema.get_field_index("vector"))
-        table = _table(records, META_COLUMNS, meta_schema)
         flat = pa.array(np.asarray(vectors, dtype=np.float32).reshape(-1))
         column = pa.FixedSizeListArray.from_arrays(flat, dim)
-        table = table.append_column(record_schema.field("vector"), column)
+    table = table.append_column(vector, column)
+    table = table.append_column(
+        record_schema.field("windows"), _windows([r.windows for r in records], dim)
+    )
     return table.append_column(key, keys).select(table_schema.names)
+
+
+def _windows(windows: Sequence[Any], dim: int) -> pa.Array:
+    """The ``windows`` column: per record a list of vectors, or null."""
+    offsets, blocks, missing = [0], [], []
+    for found in windows:
+        rows = None if found is None else np.asarray(found, dtype=np.float32).reshape(-1, dim)
+        missing.append(rows is None or not len(rows))
+        if rows is not None:
+            blocks.append(rows)
+        offsets.append(offsets[-1] + (0 if rows is None else len(rows)))
+    flat = np.concatenate(blocks).reshape(-1) if blocks else np.zeros(0, np.float32)
+    values = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
+    return pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()), values, mask=pa.array(missing, pa.bool_())
+    )
 
 
 def _table(records: Sequence[Memory], names: list[str], table_schema: pa.Schema) -> pa.Table:

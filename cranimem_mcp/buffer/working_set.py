@@ -102,8 +102,15 @@ class ScopeSet:
         # speaker's live turns (kept up to date by put and remove, not rebuilt).
         self._changes = 0
         self._ordered: dict[frozenset[int], tuple[int, list[Entry]]] = {}
-        self._last_sims: tuple[int, bytes, np.ndarray] | None = None
+        self._last_sims: tuple[int, tuple[bool, bytes], np.ndarray] | None = None
         self._speakers: dict[str, set[str]] = {}
+        # The further windows of long memories (a vector reads a text's first 256 word
+        # pieces): their unit vectors in rows 0 .. _window_rows - 1 of one matrix, each row's
+        # slot beside it (-1: its memory left). A recall's cosine is a memory's best window's.
+        self._windows = np.zeros((0, dim), dtype=np.float32)
+        self._window_slot = np.zeros(0, dtype=np.int64)
+        self._window_rows = 0
+        self._window_dead = 0
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -118,8 +125,9 @@ class ScopeSet:
         self._entries += [None] * old
         self._free = list(range(2 * old - 1, old - 1, -1)) + self._free
 
-    def put(self, entry: Entry, vector: Any) -> None:
-        """Insert or replace a memory (only live ones answer :meth:`find_hash`)."""
+    def put(self, entry: Entry, vector: Any, windows: Any = None) -> None:
+        """Insert or replace a memory (only live ones answer :meth:`find_hash`), with the
+        vectors of its further windows (None: it has none)."""
         self.remove(entry.id)
         if not self._free:
             self._grow()
@@ -134,7 +142,39 @@ class ScopeSet:
             if name is not None:
                 self._speakers.setdefault(name, set()).add(entry.id)
         self._high = max(self._high, slot + 1)
+        if windows is not None and len(windows):
+            self._add_windows(slot, np.asarray(windows, dtype=np.float32).reshape(-1, self._dim))
         self._changes += 1
+
+    def _add_windows(self, slot: int, rows: np.ndarray) -> None:
+        end = self._window_rows + len(rows)
+        if end > len(self._windows):  # grow by doubling, as the slots do
+            size = max(64, 2 * end)
+            grown = np.zeros((size, self._dim), dtype=np.float32)
+            grown[: self._window_rows] = self._windows[: self._window_rows]
+            owner = np.full(size, -1, dtype=np.int64)
+            owner[: self._window_rows] = self._window_slot[: self._window_rows]
+            self._windows, self._window_slot = grown, owner
+        self._windows[self._window_rows : end] = rows
+        self._window_slot[self._window_rows : end] = slot
+        self._window_rows = end
+
+    def _drop_windows(self, slot: int) -> None:
+        if not self._window_rows:
+            return
+        mine = self._window_slot[: self._window_rows] == slot
+        gone = int(mine.sum())
+        if not gone:
+            return
+        self._window_slot[: self._window_rows][mine] = -1
+        self._window_dead += gone
+        if self._window_dead * 2 > self._window_rows:  # mostly dead rows: pack the live ones
+            live = self._window_slot[: self._window_rows] >= 0
+            kept = int(live.sum())
+            self._windows[:kept] = self._windows[: self._window_rows][live]
+            self._window_slot[:kept] = self._window_slot[: self._window_rows][live]
+            self._window_slot[kept : self._window_rows] = -1
+            self._window_rows, self._window_dead = kept, 0
 
     def remove(self, memory_id: str) -> None:
         slot = self._slot.pop(memory_id, None)
@@ -151,6 +191,7 @@ class ScopeSet:
                 del self._speakers[name]
         self._entries[slot] = None
         self._tier[slot] = 0
+        self._drop_windows(slot)
         self._free.append(slot)
         self._changes += 1
 
@@ -184,8 +225,15 @@ class ScopeSet:
         names = said if among is None else {n: said.get(n, set()) for n in among}
         return {n: frozenset(ids) for n, ids in names.items() if len(ids) >= min_turns}
 
-    def similarity(self, memory_id: str, vector: np.ndarray) -> float:
-        return float(self._vectors[self._slot[memory_id]] @ vector)
+    def similarity(self, memory_id: str, vector: np.ndarray, windows: bool = False) -> float:
+        """The memory's cosine to ``vector`` (with ``windows``: its best window's)."""
+        slot = self._slot[memory_id]
+        sim = float(self._vectors[slot] @ vector)
+        if windows and self._window_rows:
+            mine = self._window_slot[: self._window_rows] == slot
+            if mine.any():
+                sim = max(sim, float((self._windows[: self._window_rows][mine] @ vector).max()))
+        return sim
 
     def nearest(
         self,
@@ -193,9 +241,11 @@ class ScopeSet:
         tiers: Iterable[str],
         limit: int,
         among: Collection[str] | None = None,
+        windows: bool = False,
     ) -> list[tuple[Entry, float]]:
         """Exact cosine nearest neighbours (vectors are unit length), best first; with
-        ``among``, only those memory ids."""
+        ``among``, only those memory ids; with ``windows``, a long memory by its best
+        window."""
         mask = _mask(self._tier[: self._high], tiers)
         if among is not None:
             only = np.zeros_like(mask)
@@ -204,7 +254,7 @@ class ScopeSet:
         n = int(mask.sum())
         if n == 0 or limit <= 0:
             return []
-        sims = self._cosines(np.asarray(vector, dtype=np.float32))
+        sims = self._cosines(np.asarray(vector, dtype=np.float32), windows)
         sims[~mask] = -np.inf
         top = np.argpartition(-sims, limit - 1)[:limit] if limit < n else np.flatnonzero(mask)
         top = top[np.argsort(-sims[top], kind="stable")]
@@ -215,13 +265,18 @@ class ScopeSet:
                 out.append((entry, float(sims[slot])))
         return out
 
-    def _cosines(self, vector: np.ndarray) -> np.ndarray:
-        """Every slot's cosine to ``vector`` (a copy, for the caller to mask): one matrix
-        product per query vector between changes."""
-        key = vector.tobytes()
+    def _cosines(self, vector: np.ndarray, windows: bool = False) -> np.ndarray:
+        """Every slot's cosine to ``vector`` (with ``windows``: its best window's; a copy, for
+        the caller to mask): one matrix product per query vector between changes."""
+        key = (windows, vector.tobytes())
         last = self._last_sims
         if last is None or last[0] != self._changes or last[1] != key:
-            last = self._last_sims = (self._changes, key, self._vectors[: self._high] @ vector)
+            sims = self._vectors[: self._high] @ vector
+            if windows and self._window_rows:
+                owner = self._window_slot[: self._window_rows]
+                live = owner >= 0
+                np.maximum.at(sims, owner[live], self._windows[: self._window_rows][live] @ vector)
+            last = self._last_sims = (self._changes, key, sims)
         return last[2].copy()
 
 
@@ -251,13 +306,21 @@ class WorkingSet:
         """Worth loading: mirroring is on and the scope was not found too big for it."""
         return self.enabled and scope not in self._oversized and scope not in self._scopes
 
-    def install(self, scope: str, entries: Sequence[Entry], vectors: Any) -> None:
+    def install(
+        self,
+        scope: str,
+        entries: Sequence[Entry],
+        vectors: Any,
+        windows: Sequence[Any] | None = None,
+    ) -> None:
+        """Mirror ``scope``'s memories (with their vectors and further windows' vectors)."""
         if len(entries) > self.max_rows:
             self._oversized.add(scope)
             return
         mirrored = ScopeSet(self.dim, capacity=max(64, 2 * len(entries)))
-        for entry, vector in zip(entries, vectors, strict=True):
-            mirrored.put(entry, vector)
+        more_of = windows if windows is not None else [None] * len(entries)
+        for entry, vector, more in zip(entries, vectors, more_of, strict=True):
+            mirrored.put(entry, vector, more)
         self._scopes[scope] = mirrored
         self._fit(keep=scope)
 
@@ -284,7 +347,7 @@ class WorkingSet:
                 if memory.vector is None:
                     self.drop(memory.scope)
                     continue
-                mirrored.put(Entry.of(memory), memory.vector)
+                mirrored.put(Entry.of(memory), memory.vector, memory.windows)
                 touched.add(memory.scope)
             else:
                 mirrored.remove(memory.id)

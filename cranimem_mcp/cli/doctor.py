@@ -277,7 +277,7 @@ async def reembed(settings: Settings, target: Embedder) -> tuple[str, str, int]:
     fresh = EpisodicStore(LocalTable(tmp_dir), target.dim)
     await fresh.open()
     # A turn is embedded with the one it follows, as the write path did (:mod:`.threads`).
-    vectors = await threads.embed_all(target, rows)
+    vectors = await threads.embed_all(target, rows, settings.episodic.windows)
     for start in range(0, len(rows), 1000):
         await fresh.add(
             threads.reembedded(rows[start : start + 1000], vectors[start : start + 1000], rows)

@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cranimem_mcp.conversation import threads
 from cranimem_mcp.errors import ConfigError, InvalidInput
 from cranimem_mcp.models import MEMORY_FIELDS, Memory
@@ -71,6 +73,8 @@ async def export(engine: Any, out: Path) -> dict[str, int]:
         for memory in rows:
             line = memory.columns()
             line["vector"] = [float(x) for x in memory.vector]
+            if memory.windows is not None:
+                line["windows"] = np.asarray(memory.windows, dtype=np.float32).tolist()
             fh.write(json.dumps(line, ensure_ascii=False, default=_encode) + "\n")
     trig, quads = await engine.graph.export_trig()
     (out / GRAPH).write_text(trig, encoding="utf-8")
@@ -104,7 +108,7 @@ async def import_into(engine: Any, src: Path) -> dict[str, int]:
             known.get("id"), len(rows), engine.embedder.id,
         )  # fmt: skip
         # A turn is embedded with the one it follows, as the write path did (:mod:`.threads`).
-        vectors = await threads.embed_all(engine.embedder, rows)
+        vectors = await threads.embed_all(engine.embedder, rows, engine.settings.episodic.windows)
         rows = threads.reembedded(rows, vectors, rows)
     for start in range(0, len(rows), 1000):
         await engine.episodic.add(rows[start : start + 1000])

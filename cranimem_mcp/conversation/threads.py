@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from cranimem_mcp.backends.embeddings import Embedder
+from cranimem_mcp.backends.embeddings import Embedder, embed_read
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.records import follows_filter, scope_filter
 from cranimem_mcp.buffer.working_set import LIVE
@@ -149,13 +149,20 @@ class Thread:
         return len(whole)
 
 
-async def embed_all(embedder: Embedder, memories: Sequence[Memory]) -> list[np.ndarray]:
-    """The vectors of ``memories`` by ``embedder``, as the write path makes them: a memory
-    that follows another of ``memories`` is embedded with it; one whose ``follows`` is not
-    among them by itself (its ``follows`` is then stale: the caller clears it)."""
+async def embed_all(
+    embedder: Embedder, memories: Sequence[Memory], windows: int = 1
+) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """The vectors of ``memories`` by ``embedder``, as the write path makes them, each with
+    its further windows' vectors (up to ``windows`` in all; None: none): a memory that
+    follows another of ``memories`` is embedded with it; one whose ``follows`` is not among
+    them by itself (its ``follows`` is then stale: the caller clears it)."""
     out: list[np.ndarray] = []
+    more: list[np.ndarray | None] = []
     for start in range(0, len(memories), BATCH):
-        out += list(await embedder.embed([m.content for m in memories[start : start + BATCH]]))
+        texts = [m.content for m in memories[start : start + BATCH]]
+        vectors, further = await embed_read(embedder, texts, windows)
+        out += list(vectors)
+        more += further
     by_id = {m.id: m for m in memories}
     pairs = [(i, by_id[m.follows]) for i, m in enumerate(memories) if m.follows in by_id]
     for start in range(0, len(pairs), BATCH):
@@ -163,16 +170,23 @@ async def embed_all(embedder: Embedder, memories: Sequence[Memory]) -> list[np.n
         texts = [transcript.in_context(p.content, memories[i].content) for i, p in batch]
         for (i, _), context in zip(batch, await embedder.embed(texts), strict=True):
             out[i] = blend(out[i], context)
-    return out
+    return list(zip(out, more, strict=True))
 
 
 def reembedded(
-    batch: Sequence[Memory], vectors: Sequence[np.ndarray], everything: Sequence[Memory]
+    batch: Sequence[Memory],
+    read: Sequence[tuple[np.ndarray, np.ndarray | None]],
+    everything: Sequence[Memory],
 ) -> list[Memory]:
-    """``batch`` with ``vectors`` (from :func:`embed_all` over ``everything``), each
+    """``batch`` with the vectors ``read`` (from :func:`embed_all` over ``everything``), each
     ``follows`` cleared where the memory it names is not among ``everything``."""
     known = {m.id for m in everything}
     return [
-        replace(m, vector=np.asarray(v).tolist(), follows=m.follows if m.follows in known else None)
-        for m, v in zip(batch, vectors, strict=True)
+        replace(
+            m,
+            vector=np.asarray(v).tolist(),
+            windows=w,
+            follows=m.follows if m.follows in known else None,
+        )
+        for m, (v, w) in zip(batch, read, strict=True)
     ]

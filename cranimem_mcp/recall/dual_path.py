@@ -349,7 +349,7 @@ class DualPathRecall:
         if words and not any(exact.contains(it.content, words) for it in found):
             text = await self.episodic.text_search(scope, qvec, " ".join(words), TRASH, k)
             better += [h for h in text if exact.contains(h.entry.content, words)]  # first
-        better += [h for h in await self.episodic.nearest(scope, qvec, TRASH, k)
+        better += [h for h in await self.episodic.nearest(scope, qvec, TRASH, k, windows=True)
                    if h.similarity > least]  # fmt: skip
         ids = [h.entry.id for h in better if when is None or h.entry.happened_at <= when]
         return list(dict.fromkeys(ids))[:k]
