@@ -60,6 +60,9 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("My daughter Mia is allergic to peanuts.",
          {("User", "has_daughter", "Mia"), ("Mia", "allergic_to", "peanuts")}),
         ("User's manager is Priya Raman.", {("User", "has_manager", "Priya Raman")}),
+        # A role of two nouns is the whole role ("owner" alone was another relation).
+        ("Our product owner is Sam.", {("User", "has_product_owner", "Sam")}),
+        ("My piano teacher is Ana.", {("User", "has_piano_teacher", "Ana")}),
         ("User speaks Portuguese and German.",
          {("User", "speaks", "Portuguese"), ("User", "speaks", "German")}),
         ("The user works at Stripe as a backend engineer.",

@@ -177,7 +177,7 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
             return
         if attr.pos_ == "PROPN" or st.lemma_.lower() in RELATION_NOUNS:
             name = d.ref(attr) or d.entity(attr.text, "Other")
-            pred = RELATION_NOUNS.get(st.lemma_.lower(), f"has_{kin_of(st)}")
+            pred = RELATION_NOUNS.get(st.lemma_.lower(), f"has_{_role(st)}")
             d.relate(d.ref(sowner), neg + pred, name, changed=changed and not neg)
             if name and (attr.ent_type_ in ("PERSON", "") or st.lemma_ in KIN_NOUNS):
                 d.retype(name, "Person")
@@ -238,6 +238,14 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
     for clause in (c for c in attr.children if c.dep_ in ("acl", "relcl")):
         if clause.tag_ == "VBN" and not any(c.dep_.startswith("nsubj") for c in clause.children):
             participle(d, clause)
+
+
+def _role(noun: Any) -> str:
+    """The relation a role noun names, with the nouns before it ("product owner", "tech
+    lead", "piano teacher": not "owner", "lead", "teacher")."""
+    words = [c.lower_ for c in noun.children if c.dep_ == "compound" and c.pos_ == "NOUN"
+             and c.i < noun.i]  # fmt: skip
+    return "_".join([*words, kin_of(noun)])
 
 
 def _first_person(subj_toks: list[Any]) -> bool:
