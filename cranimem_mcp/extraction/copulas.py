@@ -192,6 +192,11 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
     cls = d.phrase(attr)
     if low in ("member", "part", "fan", "one", "kind", "type") or owner is not None:
         cls = None  # "piano is my main instrument": a relation to the owner, not a class
+    if cls and attr.pos_ == "PROPN" and subj_toks and all(_a_role(t) for t in subj_toks):
+        # "The tech lead is Priya": Priya is the tech lead, not the other way round
+        for t in subj_toks:
+            d.relate(d.ref(attr), neg + "is_a", d.entity(d.phrase(t) or t.text, "Other"))
+        return
     if cls and not (attr.pos_ == "PRON"):
         for s in subjects:
             d.relate(
@@ -246,6 +251,15 @@ def _role(noun: Any) -> str:
     words = [c.lower_ for c in noun.children if c.dep_ == "compound" and c.pos_ == "NOUN"
              and c.i < noun.i]  # fmt: skip
     return "_".join([*words, kin_of(noun)])
+
+
+def _a_role(tok: Any) -> bool:
+    """A common noun with "the" and no owner ("the tech lead", "the project's owner" not)."""
+    return (
+        tok.pos_ == "NOUN"
+        and any(c.dep_ == "det" and c.lower_ == "the" for c in tok.children)
+        and not any(c.dep_ == "poss" for c in tok.children)
+    )
 
 
 def _first_person(subj_toks: list[Any]) -> bool:
