@@ -245,6 +245,29 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
             participle(d, clause)
 
 
+def misread_role(d: Discourse, noun: Any) -> None:
+    """ "Our new team lead is Kenji": the small parser reads "team" as the subject of a noun
+    "lead" and "is Kenji" as a clause of its own (no fact at all); read as the copula it is,
+    the owner's ``has_team_lead``."""
+    if noun.dep_ != "ROOT":
+        return
+    subj = next((c for c in noun.children if c.dep_ == "nsubj" and c.pos_ == "NOUN"), None)
+    be = next((c for c in noun.children if c.dep_ == "ccomp" and c.lemma_ == "be"), None)
+    if subj is None or be is None or subj.i + 1 != noun.i:
+        return
+    attr = next((c for c in be.children if c.dep_ == "attr" and c.pos_ == "PROPN"), None)
+    owner = next((c for c in subj.children if c.dep_ == "poss"), None)
+    if attr is None or owner is None:
+        return
+    neg = "not_" if any(c.dep_ == "neg" for c in be.children) else ""
+    changed = any(c.dep_ == "amod" and c.lower_ == "new" for c in subj.children)
+    name = d.ref(attr) or d.entity(attr.text, "Other")
+    d.relate(d.ref(owner), f"{neg}has_{subj.lower_}_{noun.lower_}", name,
+             changed=changed and not neg)  # fmt: skip
+    d.retype(name, "Person")
+    d.last_person = name
+
+
 def _role(noun: Any) -> str:
     """The relation a role noun names, with the nouns before it ("product owner", "tech
     lead", "piano teacher": not "owner", "lead", "teacher")."""

@@ -38,6 +38,7 @@ from cranimem_mcp.extraction.copulas import (
     adjective,
     copula,
     copula_subjects,
+    misread_role,
     noun_facts,
     place_facts,
 )
@@ -113,6 +114,7 @@ def sentence(d: Discourse, sent: Any) -> None:
         elif tok.pos_ == "NOUN":
             d.named_by(tok)
             noun_facts(d, tok)
+            misread_role(d, tok)
         elif tok.pos_ == "PROPN":
             place_facts(d, tok)
         if tok.lower_ in PAST_AS_ADJ and tok.dep_ == "amod" and tok.i > sent.start:
