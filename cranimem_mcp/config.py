@@ -86,7 +86,8 @@ class EpisodicSettings(_Section):
     # A memory longer than the embedder reads at once (MiniLM: 256 word pieces, ~1,000
     # characters) is stored with the vectors of up to this many overlapping windows of it,
     # and a recall scores it by its best window, not by its opening alone (1 = the opening
-    # only; a change applies to later writes).
+    # only; a change applies to later writes, and `reembed` with the same embedder brings
+    # the long memories stored before up to it).
     windows: int = Field(8, ge=1, le=64)
 
 

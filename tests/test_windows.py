@@ -12,16 +12,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import connected
+from conftest import connected, make_settings
 
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.lance import lancedb
 from cranimem_mcp.buffer.records import schema
 from cranimem_mcp.buffer.table import LocalTable
 from cranimem_mcp.buffer.working_set import LIVE, Entry, ScopeSet
+from cranimem_mcp.cli import main as cli
+from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.models import Memory
 
 pytestmark = pytest.mark.anyio
@@ -163,3 +166,32 @@ def test_a_scope_set_scores_by_the_best_window_and_forgets_removed_ones():
         mirrored.put(entry(i), unit(), np.stack([unit(), unit()]))
         mirrored.remove(f"m{i}")
     assert mirrored._window_rows <= 2 * 2
+
+
+def test_reembed_with_the_same_embedder_gives_older_long_memories_their_windows(
+    tmp_path, capsys, minilm
+):
+    """A store written with ``windows`` 1 (or before the setting): ``reembed`` to the same
+    embedder writes the long note's windows (its vector unchanged), and recall then finds
+    its later half. Short notes are not rewritten."""
+    home = tmp_path / "data"
+    one = make_settings(home, episodic={"windows": 1})
+
+    async def fill() -> tuple[str, Any]:
+        async with MemoryEngine(one, embedder=minilm, background=False) as engine:
+            long_id = await _remember_all(engine)
+            (row,) = await engine.episodic.get([long_id], vectors=True)
+            assert row.windows is None and await _first(engine) != long_id
+            return long_id, row.vector
+
+    long_id, vector = anyio.run(fill)
+    assert cli.main(["reembed", "--data-dir", str(home), "--to", "local"]) == 0
+    assert "1 long memories given the window vectors" in capsys.readouterr().out
+
+    async def check() -> None:
+        async with MemoryEngine(make_settings(home), embedder=minilm, background=False) as engine:
+            (row,) = await engine.episodic.get([long_id], vectors=True)
+            assert row.windows is not None and np.allclose(row.vector, vector)
+            assert await _first(engine) == long_id
+
+    anyio.run(check)

@@ -21,13 +21,13 @@ import os
 import shutil
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 import anyio
 
-from cranimem_mcp.backends.embeddings import Embedder
+from cranimem_mcp.backends.embeddings import Embedder, embed_read
 from cranimem_mcp.backends.ollama import (
     ExtractionReply,
     OllamaBackend,
@@ -266,7 +266,7 @@ async def reembed(settings: Settings, target: Embedder) -> tuple[str, str, int]:
         raise ConfigError(f"{settings.home} holds no store to re-embed")
     new = {"id": target.id, "dim": target.dim}
     if known == new:
-        return known["id"], new["id"], 0
+        return known["id"], new["id"], await rewindow(settings, target)
     old_dir, tmp_dir = settings.home / "episodic", settings.home / "episodic.reembed"
     backup = settings.home / "episodic.before-reembed"
     if tmp_dir.exists():
@@ -293,6 +293,38 @@ async def reembed(settings: Settings, target: Embedder) -> tuple[str, str, int]:
     shutil.rmtree(backup)
     logger.info("re-embedded %d memories: %s -> %s", len(rows), known["id"], new["id"])
     return known["id"], new["id"], len(rows)
+
+
+# A text this short fits the model's first window whatever its words (256 word pieces are
+# ~1,000 characters of English; a word piece is at least one character).
+ONE_WINDOW_CHARS = 255
+
+
+async def rewindow(settings: Settings, embedder: Embedder) -> int:
+    """The long memories of a store kept by the same embedder given the window vectors
+    ``episodic.windows`` asks for (memories stored before the setting, or with another
+    value, kept their opening alone): their vectors stay, only ``windows`` is written. The
+    number of memories rewritten."""
+    store = EpisodicStore(LocalTable(settings.home / "episodic"), embedder.dim)
+    await store.open()
+    long = [m.id for m in await store.rows(where=None) if len(m.content) > ONE_WINDOW_CHARS]
+    changed = 0
+    for start in range(0, len(long), 256):
+        rows = await store.get(long[start : start + 256], vectors=True)
+        _vectors, windows = await embed_read(
+            embedder, [m.content for m in rows], settings.episodic.windows
+        )
+        moved = [
+            replace(m, windows=w)
+            for m, w in zip(rows, windows, strict=True)
+            if (w is None) != (m.windows is None) or (w is not None and len(w) != len(m.windows))
+        ]
+        if moved:
+            await store.upsert(moved)
+            changed += len(moved)
+    logger.info("gave %d long memories their window vectors (%d at most)", changed,
+                settings.episodic.windows)  # fmt: skip
+    return changed
 
 
 async def rewrite_graph(settings: Settings, target: Path, absent: list[str]) -> Rewrite:

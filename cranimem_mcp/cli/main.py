@@ -222,7 +222,11 @@ async def _reembed(args: argparse.Namespace, settings: Settings) -> None:
         await select_providers(settings, embedder=args.to) as providers,
     ):
         old, new, n = await reembed(settings, providers.embedder)
-    print(f"re-embedded {n} memories: {old} -> {new}" if n or old != new else f"already {new}")
+    if old != new:
+        print(f"re-embedded {n} memories: {old} -> {new}")
+    else:  # the same embedder: only long memories' window vectors were brought up to date
+        print(f"already {new}; {n} long memories given the window vectors of "
+              f"episodic.windows = {settings.episodic.windows}")  # fmt: skip
 
 
 async def _rewrite_graph(args: argparse.Namespace, settings: Settings) -> int:

@@ -139,7 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also make N real tagging and extraction calls; report latency and JSON validity",
     )  # fmt: skip
 
-    p = sub.add_parser("reembed", help="re-embed the store with another embedder")
+    p = sub.add_parser(
+        "reembed",
+        help="re-embed the store with another embedder (the same one: give long memories "
+        "the window vectors of episodic.windows)",
+    )
     _common(p)
     p.add_argument(
         "--to", choices=["auto", "ollama", "local"],
