@@ -154,6 +154,19 @@ def test_a_pipeline_file_that_differs_from_the_pinned_one_is_refused(tmp_path):
     assert syntax.load(syntax.model_dir()) is not None  # the installed one passes
 
 
+def test_the_pipeline_tokenizes_as_its_own_tokenizer_file_says():
+    # The load starts from an empty tokenizer (syntax._empty_tokenizer) and fills it from the
+    # pipeline's file: it must end exactly where spaCy's own load does.
+    spacy = syntax._import_spacy()
+    reference = spacy.load(syntax.model_dir(), exclude=syntax.EXCLUDED)
+    ours = syntax.pipeline()
+    same = {"exclude": ["vocab"]}  # the string store grows with every text parsed
+    assert ours.tokenizer.to_bytes(**same) == reference.tokenizer.to_bytes(**same)
+    text = "I don't live at https://x.io, e.g. here."
+    assert [t.text for t in ours(text)] == [t.text for t in reference(text)]
+    assert "n't" in [t.text for t in ours(text)]  # a special case from the file
+
+
 @pytest.mark.slow
 def test_importing_the_engine_loads_no_parser():
     code = textwrap.dedent(

@@ -99,7 +99,25 @@ def load(root: Path) -> Any:
         raise ConfigError(
             f"the fact extractor needs spaCy: pip install 'spacy>=3.8,<3.9' ({exc})"
         ) from exc
-    return spacy.load(root, exclude=EXCLUDED)
+    return spacy.load(root, exclude=EXCLUDED, config=_TOKENIZER_FROM_DISK)
+
+
+# The pipeline's tokenizer as its own file holds it, built once. spaCy first builds the
+# language's default tokenizer (its ~1,350 special cases, ~60 ms of CPU here) and then
+# replaces every part of it from the pipeline's ``tokenizer`` file (rules, affix patterns,
+# URL match); starting from an empty one skips the first build. Every token attribute of
+# 11,897 texts (tests/data, LoCoMo-dev, the assistant writes, 60 HotpotQA questions) was the
+# same either way (docs/RESULTS.md, "The first write after `serve` starts").
+_EMPTY_TOKENIZER = "cranimem.tokenizer_from_disk.v1"
+_TOKENIZER_FROM_DISK = {"nlp": {"tokenizer": {"@tokenizers": _EMPTY_TOKENIZER}}}
+
+
+def _empty_tokenizer() -> Any:
+    """The registered factory of :data:`_EMPTY_TOKENIZER`: a tokenizer with no rules, which
+    the pipeline's ``from_disk`` then fills."""
+    from spacy.tokenizer import Tokenizer
+
+    return lambda nlp: Tokenizer(nlp.vocab)
 
 
 class _WithoutTorch(importlib.abc.MetaPathFinder):
@@ -155,6 +173,7 @@ def _import_spacy() -> Any:
         for name, module in stand_ins.items():
             if sys.modules.get(name) is module:
                 del sys.modules[name]
+    spacy.registry.tokenizers.register(_EMPTY_TOKENIZER, func=_empty_tokenizer)
     return spacy
 
 
