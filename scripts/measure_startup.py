@@ -199,7 +199,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 import numpy as np
-from cranimem_mcp.extraction.extractor import linkage
+from cranimem_mcp.extraction import linkage
 from cranimem_mcp.config import load_settings
 from cranimem_mcp.backends.embeddings import local_embedder
 from cranimem_mcp.engine import MemoryEngine
