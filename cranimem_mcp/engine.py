@@ -41,7 +41,7 @@ from cranimem_mcp.conversation.ranking import ConversationRanker
 from cranimem_mcp.conversation.rerank import Rerank
 from cranimem_mcp.conversation.threads import Thread
 from cranimem_mcp.coordination import Background, EngineState, RecallCounts, ScopeLocks, StateKeeper
-from cranimem_mcp.errors import ConfigError, InvalidInput
+from cranimem_mcp.errors import ConfigError, InvalidInput, StoreError
 from cranimem_mcp.extraction.extractor import HeuristicExtractor
 from cranimem_mcp.gate.default import DefaultGate
 from cranimem_mcp.gate.goal import Gate, GoalGate
@@ -240,6 +240,14 @@ class MemoryEngine:
         with anyio.CancelScope(shield=True):
             await self._recalls.flush()
         await self._stack.__aexit__(None, None, None)
+        if self._background.enabled:
+            # A server's last act on its table: no old version on disk once it has stopped.
+            # A one-shot command leaves them to the next maintenance (~0.1 s each at 1k).
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.episodic.close()
+                except StoreError as exc:  # the versions stay; the next maintenance drops them
+                    logger.warning("old table versions kept: %s", exc)
         await self._keeper.close()
         await self._lease.aclose()
         self._open_marker.unlink(missing_ok=True)

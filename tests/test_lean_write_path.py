@@ -148,6 +148,25 @@ async def test_an_engine_without_background_work_maintains_its_table_on_the_writ
     assert versions <= 20 + 20 + 4, versions
 
 
+async def test_a_server_leaves_one_table_version_on_disk_and_a_one_shot_leaves_them(
+    open_engine, tmp_path
+):
+    home = tmp_path / "data"
+    quiet = {"tau_noise": -1.0, "default_gate": False}
+    async with open_engine(home=home, gating=quiet) as engine:  # a one-shot command
+        for i in range(5):
+            await engine.remember(f"I keep note number {i} about the garden shed.", goal=LIFE)
+        table = engine.episodic._table
+    assert len(table.list_versions()) > 5  # left to the next maintenance
+    async with open_engine(home=home, background=True, gating=quiet) as engine:  # a server
+        for i in range(5, 10):
+            await engine.remember(f"I keep note number {i} about the garden shed.", goal=LIFE)
+        table = engine.episodic._table
+    assert len(table.list_versions()) == 1
+    async with open_engine(home=home, gating=quiet) as engine:
+        assert await engine.episodic.count() == 10  # every acknowledged write is there
+
+
 async def test_a_failed_inline_maintenance_does_not_fail_the_committed_write(open_engine):
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
 

@@ -139,6 +139,29 @@ class EpisodicStore:
             why = reason(exc)
             raise StoreError(f"cannot open the episodic store at {self._location}: {why}") from exc
 
+    async def close(self) -> None:
+        """Compact a local table and drop every old version, as the server that owns it stops.
+        Why: the versions the retention keeps serve reads that started before a commit, and
+        no reader outlives the process that holds the directory; left on disk they were ~55%
+        of the table's folder after 1,020 writes (5.0 -> 2.2 MB, docs/RESULTS.md). A shared
+        table keeps its versions: its other writers may be reading them."""
+        if self._shared or self._table is None:
+            return
+
+        def run() -> None:
+            with warnings.catch_warnings():
+                # Under the writer lock, and this process is the table's only user (see
+                # purge_history): no write is in flight, no reader of an old version is left.
+                warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                # Twice: the first pass's index update commits after its cleanup, so the
+                # version before it (and the index files only it names) is left for the
+                # second (2.25 -> 2.02 MB at 1k; the second pass took ~0.07 s).
+                for _ in range(2):
+                    self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+        async with self._compacting, self._lock:
+            await self._run(run)
+
     async def _write(self, fn: Any, *args: Any, follow: Any = None, append: bool = False) -> Any:
         """Run a change under the write lock; ``follow()`` then applies it to the working
         set. A change that fails may or may not have committed: the working set is dropped.
