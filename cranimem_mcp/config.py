@@ -71,7 +71,8 @@ class EpisodicSettings(_Section):
     uri: str | None = None
     storage_options: dict[str, str] = {}
     # Live memories mirrored in RAM (hash, vector, text) so writes and recalls skip most
-    # LanceDB queries (cranimem_mcp/buffer/working_set.py); 0 turns the mirror off.
+    # LanceDB queries (cranimem_mcp/buffer/working_set.py); a long memory's further windows
+    # (windows, below) count one row each; 0 turns the mirror off.
     working_set_rows: int = Field(100_000, ge=0, le=10_000_000)
     # Old table versions (kept for reads in flight): at most this many, none older than
     # keep_versions_seconds; and if the table's folder is still over max_disk_ratio times

@@ -22,7 +22,7 @@ from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.lance import lancedb
 from cranimem_mcp.buffer.records import schema
 from cranimem_mcp.buffer.table import LocalTable
-from cranimem_mcp.buffer.working_set import LIVE, Entry, ScopeSet
+from cranimem_mcp.buffer.working_set import LIVE, Entry, ScopeSet, WorkingSet
 from cranimem_mcp.cli import main as cli
 from cranimem_mcp.engine import MemoryEngine
 from cranimem_mcp.models import Memory
@@ -195,3 +195,24 @@ def test_reembed_with_the_same_embedder_gives_older_long_memories_their_windows(
             assert await _first(engine) == long_id
 
     anyio.run(check)
+
+
+def test_the_working_set_bound_counts_a_long_memorys_windows():
+    """A window's vector weighs what a memory's row does: three memories of three windows
+    each are nine rows, over a bound of eight (the scope stays in LanceDB)."""
+    rng = np.random.default_rng(4)
+
+    def unit() -> np.ndarray:
+        v = rng.standard_normal(8).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    entries = [Entry(f"m{i}", "buffer", f"text {i}", f"h{i}", datetime(2026, 1, 1, tzinfo=UTC),
+                     None, i) for i in range(3)]  # fmt: skip
+    vectors = [unit() for _ in entries]
+    ws = WorkingSet(dim=8, max_rows=8)
+    ws.install("long", entries, vectors, [np.stack([unit(), unit()]) for _ in entries])
+    assert ws.get("long") is None
+    ws.install("short", entries, vectors)  # the same memories without windows: 3 rows
+    assert ws.get("short") is not None and ws.rows() == 3
+    ws.install("some", entries, vectors, [np.stack([unit(), unit()]), None, None])
+    assert ws.rows() == 8 and ws.get("short") is not None  # 3 + 5

@@ -17,8 +17,9 @@ from the table on next use. That holds because this process is the table's only 
 owner lock, docs/SCALING.md); on a table other processes write too (replicas), the store
 also drops it whenever the table's version moved by a commit not its own.
 
-Bounded: at most ``max_rows`` memories across scopes, least recently used scopes leave first;
-a scope larger than the bound is not mirrored (the store asks LanceDB, as before).
+Bounded: at most ``max_rows`` rows across scopes (a row per memory and per further window of a
+long one), least recently used scopes leave first; a scope larger than the bound is not
+mirrored (the store asks LanceDB, as before).
 """
 
 from __future__ import annotations
@@ -114,6 +115,12 @@ class ScopeSet:
 
     def __len__(self) -> int:
         return len(self._slot)
+
+    @property
+    def size(self) -> int:
+        """What the working set's bound counts: a row per memory and per further window of
+        a long one (a window's vector weighs about what a memory's row does)."""
+        return len(self._slot) + self._window_rows - self._window_dead
 
     def __contains__(self, memory_id: object) -> bool:
         return memory_id in self._slot
@@ -294,7 +301,8 @@ class WorkingSet:
         return self.max_rows > 0
 
     def rows(self) -> int:
-        return sum(len(s) for s in self._scopes.values())
+        """Rows held: memories and long memories' further windows (:attr:`ScopeSet.size`)."""
+        return sum(s.size for s in self._scopes.values())
 
     def get(self, scope: str) -> ScopeSet | None:
         found = self._scopes.get(scope)
@@ -314,7 +322,8 @@ class WorkingSet:
         windows: Sequence[Any] | None = None,
     ) -> None:
         """Mirror ``scope``'s memories (with their vectors and further windows' vectors)."""
-        if len(entries) > self.max_rows:
+        more_rows = sum(len(w) for w in windows if w is not None) if windows is not None else 0
+        if len(entries) + more_rows > self.max_rows:
             self._oversized.add(scope)
             return
         mirrored = ScopeSet(self.dim, capacity=max(64, 2 * len(entries)))
@@ -331,7 +340,7 @@ class WorkingSet:
             if scope == keep and len(self._scopes) == 1:
                 self._oversized.add(scope)
             self._scopes.pop(scope)
-            total -= len(mirrored)
+            total -= mirrored.size
 
     def apply(self, memories: Iterable[Memory]) -> None:
         """Follow committed whole records (an insert or an upsert): each is put in its tier.
