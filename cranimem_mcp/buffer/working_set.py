@@ -233,14 +233,12 @@ class ScopeSet:
         return {n: frozenset(ids) for n, ids in names.items() if len(ids) >= min_turns}
 
     def similarity(self, memory_id: str, vector: np.ndarray, windows: bool = False) -> float:
-        """The memory's cosine to ``vector`` (with ``windows``: its best window's)."""
+        """The memory's cosine to ``vector`` (with ``windows``: its best window's, read from
+        the cosines the search with that vector computed, not from a scan of the windows)."""
         slot = self._slot[memory_id]
-        sim = float(self._vectors[slot] @ vector)
         if windows and self._window_rows:
-            mine = self._window_slot[: self._window_rows] == slot
-            if mine.any():
-                sim = max(sim, float((self._windows[: self._window_rows][mine] @ vector).max()))
-        return sim
+            return float(self._sims(np.asarray(vector, dtype=np.float32), True)[slot])
+        return float(self._vectors[slot] @ vector)
 
     def nearest(
         self,
@@ -275,6 +273,10 @@ class ScopeSet:
     def _cosines(self, vector: np.ndarray, windows: bool = False) -> np.ndarray:
         """Every slot's cosine to ``vector`` (with ``windows``: its best window's; a copy, for
         the caller to mask): one matrix product per query vector between changes."""
+        return self._sims(vector, windows).copy()
+
+    def _sims(self, vector: np.ndarray, windows: bool) -> np.ndarray:
+        """:meth:`_cosines`, the kept array itself (not to be changed)."""
         key = (windows, vector.tobytes())
         last = self._last_sims
         if last is None or last[0] != self._changes or last[1] != key:
@@ -284,7 +286,7 @@ class ScopeSet:
                 live = owner >= 0
                 np.maximum.at(sims, owner[live], self._windows[: self._window_rows][live] @ vector)
             last = self._last_sims = (self._changes, key, sims)
-        return last[2].copy()
+        return last[2]
 
 
 class WorkingSet:
