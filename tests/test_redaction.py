@@ -130,6 +130,9 @@ QUANTITIES_AFTER_A_KEYWORD = {
                         "pass: the 1990s"],
     "words of a name after 'Pass'": ["Logan Pass: Going-to-the-Sun Road",
                                      "Beartooth Pass: McCarthy"],
+    "a tag after the word": ["[decision] Argon2id for stored passwords #security",
+                             "Rotate the wifi passwords #ops #infra-team",
+                             "passcode #todo: ask the landlord"],
 }  # fmt: skip
 
 

@@ -270,6 +270,10 @@ def _opens_emphasis(text: str, run: str, before: int) -> bool:
     return after.isalnum() or not prev or prev.isspace() or not prev.isalnum()
 
 
+# A tag of words ("#security", "#infra-team"); one with a digit may be a made-up value.
+_HASHTAG = re.compile(r"#[^\W\d_][^\W\d]*(?:-[^\W\d]+)*:?")
+
+
 def _secret_value(m: re.Match[str], text: str, mode: str) -> tuple[int, int] | None:
     """The span of the ``value`` group if it plausibly is a secret. ``mode``: "prose" (after
     "is": a plain word must end its clause), "assign" (after ":" or "=": any word but the
@@ -288,6 +292,8 @@ def _secret_value(m: re.Match[str], text: str, mode: str) -> tuple[int, int] | N
     value = text[start:end]
     if len(value) < 3 or _PLACEHOLDER_VALUE.fullmatch(value) or value.lower() in _NOT_A_VALUE:
         return None
+    if mode != "assign" and _HASHTAG.fullmatch(value):
+        return None  # "Argon2id for stored passwords #security": a tag, not a value
     made_up = (
         any(c.isdigit() for c in value)
         or any(not c.isalnum() and c not in "-'’" for c in value)
