@@ -32,6 +32,7 @@ from cranimem_mcp.coordination import ScopeLocks, StateKeeper
 from cranimem_mcp.errors import StoreError
 from cranimem_mcp.extraction import linkage, syntax
 from cranimem_mcp.gate import goal as gating
+from cranimem_mcp.gate.default import judged_importance
 from cranimem_mcp.graph.store import GraphStore, ends_something
 from cranimem_mcp.models import (
     BufferInfo,
@@ -299,11 +300,11 @@ class Intake:
         u = tagging.utility
         if pin:  # the user asked for it: top importance (paper B.1's importance signal)
             tagging = tagging.model_copy(update={"utility": Utility.of(1.0, u.surprise, u.emotion)})
-        elif decision.kind == "doubtful" and decision.durability is not None:
-            # Kept though the default gate doubts it lasts: its importance is at most its
-            # P(durable), so replay prunes it first unless it is recalled (paper B.3).
-            low = min(u.importance, decision.durability)
-            tagging = tagging.model_copy(update={"utility": Utility.of(low, u.surprise, u.emotion)})
+        elif decision.durability is not None and decision.kind in ("fact", "doubtful"):
+            tagging = tagging.model_copy(update={"utility": Utility.of(
+                judged_importance(u.importance, decision.durability, decision.kind == "fact"),
+                u.surprise, u.emotion,
+            )})  # fmt: skip
         return vector, windows, rel, decision, tagging
 
     async def _refuse_secret(self, scope: str, found: list[str]) -> RememberResult:

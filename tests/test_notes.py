@@ -73,6 +73,42 @@ async def test_each_labelled_note_is_recalled_first_and_no_label_is_an_entity(op
         assert not [f for f in facts if {f[0].lower(), f[2].lower()} & LABELS], facts
 
 
+# Plain conventions and tagged project notes, as a coding agent writes them. Short and calm,
+# or doubted by the classifier (p 0.00-0.13): before the importance of what the default gate
+# keeps was blended with its P(durable), the first consolidation trashed five of these 24.
+MORE_NOTES = [
+    "Format dates as YYYY-MM-DD.",
+    "Default to British spelling.",
+    "Timestamps are stored in UTC and shown in the reader's timezone.",
+    "Use four spaces for indentation in Python files.",
+    "Incident 2026-03-02: the nightly export failed for three days after the token expired.",
+    "[decision] Chose Redis for the job queue #architecture",
+    "Remind me to renew my passport.",
+    "Build cache lives in /var/cache/ci and is wiped on Mondays.",
+    "Release notes are drafted by whoever merges the last feature.",
+]
+
+
+async def test_notes_outlast_a_consolidation(open_engine):
+    """What the gate kept is not trashed by the replay that follows: every note is still in
+    long-term memory after a consolidation, and each question still recalls its note first."""
+    async with connected(open_engine) as (client, engine):
+        ids = {}
+        for text in NOTES + MORE_NOTES:
+            result = (await client.call_tool("remember", {"content": text})).structured_content
+            assert result["status"] == "stored", (text, result["reason"])
+            ids[result["id"]] = text
+        await client.call_tool("consolidate", {})
+        tiers = {m.id: m.tier for m in await engine.episodic.rows(where=None)}
+        trashed = [text for id_, text in ids.items() if tiers.get(id_) != "longterm"]
+        assert not trashed, trashed
+        by_text = {text: id_ for id_, text in ids.items()}
+        for question, want in QUESTIONS.items():
+            result = await client.call_tool("recall", {"query": question, "k": 5})
+            items = result.structured_content["items"]
+            assert items and items[0]["id"] == by_text[NOTES[want]], question
+
+
 # A negation attaches to what it negates, not to the sentence's main verb or its setting.
 NEGATIONS = {
     "Decision: we use pnpm workspaces, not yarn.": (

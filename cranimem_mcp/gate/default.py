@@ -59,3 +59,16 @@ def judged(content: str, relevance: float, d: Durability) -> GateDecision:
         f"kept as doubtful (default gate): p {p:.2f} < {tau:.2f}, no noise rule applies; "
         "its importance is low, and replay decides whether it lasts", p,
     )  # fmt: skip
+
+
+def judged_importance(heuristic: float, p: float, durable: bool) -> float:
+    """The importance of a write the default gate kept (paper B.1's importance signal), from
+    the tagger's ``heuristic`` one (specificity: names, numbers, first-person cues) and the
+    classifier's P(durable) ``p``. A durable write gets the higher of the two: a short, plain
+    rule ("Format dates as YYYY-MM-DD.", heuristic 0.44) is as durable as a long one, and
+    replay would otherwise trash it for being short and calm (BaseUtility 0.23). A doubtful
+    write gets their mean: it ranks below what the classifier trusts, but P near 0 alone does
+    not condemn it; that P is least reliable on what the classifier saw least of (a chat turn
+    that wraps a life event in small talk, a tagged project note: docs/gate-measurement.md,
+    "What replay keeps")."""
+    return max(heuristic, p) if durable else (heuristic + p) / 2
