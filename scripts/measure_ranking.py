@@ -146,6 +146,8 @@ async def add_windows(engine: MemoryEngine, bench: str, scope: str) -> None:
     once per memory (up to 16, kept in ``WINDOWS``), written through the store's upsert."""
     limit = engine.settings.episodic.windows
     rows = await engine.episodic.rows(where=f"scope = '{scope}'", vectors=True)
+    if limit > 1 and any(m.windows is not None for m in rows):
+        return  # filled since the engine stores windows: its own, as a write made them
     cache = WINDOWS / bench / f"{scope}.npz"
     have: dict[str, Any] = {}
     if cache.exists():
