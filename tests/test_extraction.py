@@ -65,6 +65,8 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("My piano teacher is Ana.", {("User", "has_piano_teacher", "Ana")}),
         # The small parser reads "team" as the subject of a noun "lead" here: no fact before.
         ("Our new team lead is Kenji.", {("User", "has_team_lead", "Kenji")}),
+        # ... and with "not", "team" under "lead" under "is": it was (lead, not_is_a, Kenji).
+        ("Our team lead is not Kenji.", {("User", "not_has_team_lead", "Kenji")}),
         # "The X is Name": the name is the X (it was "tech lead is_a Priya").
         ("The tech lead is Priya.", {("Priya", "is_a", "tech lead")}),
         ("User speaks Portuguese and German.",

@@ -141,7 +141,9 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
     # "My manager is Lena" / "User's manager is Priya Raman" / "User's preferred editor
     # is Helix"
     for st in subj_toks:
-        sowner = next((c for c in st.children if c.dep_ == "poss"), None)
+        sowner = next(
+            (c for part in _with_misread(st) for c in part.children if c.dep_ == "poss"), None
+        )
         if st.lemma_.lower() == "name" and sowner is not None and sowner.pos_ == "NOUN":
             # "My husband's name is Gabriel" / "partner's name is Hemi"
             owner2 = next((c for c in sowner.children if c.dep_ == "poss"), None)
@@ -271,9 +273,14 @@ def misread_role(d: Discourse, noun: Any) -> None:
 def _role(noun: Any) -> str:
     """The relation a role noun names, with the nouns before it ("product owner", "tech
     lead", "piano teacher": not "owner", "lead", "teacher")."""
-    words = [c.lower_ for c in noun.children if c.dep_ == "compound" and c.pos_ == "NOUN"
-             and c.i < noun.i]  # fmt: skip
-    return "_".join([*words, kin_of(noun)])
+    return "_".join([*(c.lower_ for c in _with_misread(noun)[1:]), kin_of(noun)])
+
+
+def _with_misread(noun: Any) -> list[Any]:
+    """``noun`` and the nouns of its compound, among them one the small parser read as its
+    subject ("Our team lead is not Kenji": "team" the subject of "lead", "Our" on "team")."""
+    return [noun, *(c for c in noun.children if c.pos_ == "NOUN" and c.i < noun.i and (
+        c.dep_ == "compound" or (c.dep_ == "nsubj" and c.i + 1 == noun.i)))]  # fmt: skip
 
 
 def _a_role(tok: Any) -> bool:
