@@ -82,6 +82,7 @@ async def main() -> None:
     p.add_argument("--tune", type=int, default=600, help="writes sampled from the tuning part")
     p.add_argument("--test", action="store_true", help="add the held-out part (once, at the end)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--show-noise", action="store_true", help="list the noise left live too")
     args = p.parse_args()
     embedder = OnnxEmbedder()
     print("| set | durable live | durable trashed | durable elsewhere | noise live | noise "
@@ -95,13 +96,15 @@ async def main() -> None:
             count[durable, "trash" if end == "trash" else end if end == "live" else "other"] += 1
             if durable and end != "live":
                 lost.setdefault(name, []).append(f"{end} [{kind}] {text[:100]}")
+            if args.show_noise and not durable and end == "live":
+                lost.setdefault(name, []).append(f"noise live [{kind}] {text[:100]}")
         d, n = sum(1 for w in writes if w[1]), sum(1 for w in writes if not w[1])
         noise_rejected = sum(1 for t, durable, _ in writes if not durable and ends[t] == "rejected")
         print(f"| {name} | {count[True, 'live']}/{d} | {count[True, 'trash']} | "
               f"{count[True, 'other']} | {count[False, 'live']}/{n} | {count[False, 'trash']} | "
               f"{noise_rejected} |")  # fmt: skip
     for name, texts in lost.items():
-        print(f"\n{name}: durable writes not live")
+        print(f"\n{name}: durable writes not live" + (", noise live" if args.show_noise else ""))
         for line in texts:
             print(f"- {line}")
 
