@@ -56,6 +56,13 @@ DURABLE = [
     "The new year starts with my move to Oslo.",
     "[decision] We use Postgres 16.",
     "Decision: the database moved to Neon.",
+    # look-alikes of a reaction: a name, a number, the first person, a fact about "this"
+    "That's my favourite café, the one on Rua Augusta.",
+    "That sounds great, I booked it for the 14th.",
+    "This is a monorepo.",
+    "That is the staging database.",
+    "Have a great trip to Kyoto, and bring back matcha for my mum!",
+    "Such a relief: the biopsy came back clear.",
 ]
 
 NOISE = {
@@ -98,6 +105,12 @@ NOISE = {
     "Okay, bye for now and happy new year!": "pleasantry",
     "#backend Fixed the code.": "vague",
     "Note: performance is important.": "vague",
+    "[3 June, 2024] Noor: That sounds delicious!": "pleasantry",
+    "That must have been scary. Take care of yourself!": "pleasantry",
+    "Oh no, that's rough.": "pleasantry",
+    "Smart move.": "pleasantry",
+    "Such a classic!": "pleasantry",
+    "Have a great weekend!": "pleasantry",
 }
 
 

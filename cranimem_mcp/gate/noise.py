@@ -348,6 +348,8 @@ def noise(text: str) -> Noise | None:
         return None
     if len(words) <= 14 and (_pleasant(stripped) or _GREETING.match(stripped)):
         return Noise("pleasantry", "a greeting, thanks or acknowledgement")
+    if len(words) <= 14 and all(_pleasant(s) or _reaction(s) for s in _sentences(stripped)):
+        return Noise("pleasantry", "a reaction to what the other said")
     lines = [line for line in stripped.splitlines() if line.strip()]
     if len(lines) >= 2 and sum(bool(_OUTPUT_LINE.match(line)) for line in lines) * 2 > len(lines):
         return Noise("tool output", "lines a command printed")
@@ -405,6 +407,38 @@ def _pleasant(text: str) -> bool:
     """Nothing but greetings, thanks, praise and farewells (:data:`_PLEASANT`,
     :data:`_PLEASANT_PHRASE`)."""
     return all(w in _PLEASANT for w in _words(_PLEASANT_PHRASE.sub(" ", text)))
+
+
+# "That sounds delicious!", "Oh no, that must be tricky.", "That's serious dedication.": a
+# judgement of "that" in at most two plain words (no name, number or first person after the
+# first word: "That's my favourite!", "It's a Golden Retriever" are kept).
+_REACTION = re.compile(
+    r"(?:(?:oh|ah|ahh|aww|wow|whoa|ooh|omg|haha|yay|ugh|yum|oh no|oh wow|hmm)[,!.]*\s+)*"
+    r"(?:that(?:'s|’s| is| was| must be| must have been)|(?:that|this) (?:sounds|looks|seems))"
+    r"(?: (?:so|really|such|very|pretty|super|absolutely|totally|quite|just))*"
+    r"(?: like)?(?: (?:a|an))?(?: [a-z][a-z'’-]*){1,2}[.!]*"
+)
+# ... or a judgement or a wish with no "that": "Smart move.", "Such a classic.", "Nice find!",
+# "Have a great trip!", "Take care of yourself!", "Best of luck!".
+_REMARK = re.compile(
+    r"(?:(?:oh|ah|ahh|aww|wow|whoa|ooh|omg|haha|yay|oh no|okay|ok)[,!.]*\s+)*(?:"
+    r"(?:such an?|what an?|so) [a-z'’-]+(?: [a-z'’-]+)?"
+    r"|(?:smart|nice|good|great|beautiful|lovely|brilliant|wise|bold|solid|fun|classic)"
+    r" (?:move|choice|find|idea|call|plan|pick|one|thinking|stuff)"
+    r"|have (?:fun|a (?:great|good|nice|safe|lovely|fun|wonderful) [a-z]+)"
+    r"|take care(?: of yourself)?|take it easy(?:, okay\?)?|get well soon|feel better soon"
+    r"|(?:good|best of) luck|enjoy(?: it)?|go you|good for you|poor thing|fingers crossed"
+    r")[.!]*"
+)
+_FIRST_PERSON_WORD = re.compile(r"\b(?:i|i'm|i've|me|my|mine|we|we're|us|our)\b", re.IGNORECASE)
+
+
+def _reaction(sentence: str) -> bool:
+    """A sentence that only judges what the other just said (:data:`_REACTION`)."""
+    if re.search(r"\d|(?<!^)\b[A-Z]", sentence) or _FIRST_PERSON_WORD.search(sentence):
+        return False
+    low = sentence.lower()
+    return _REACTION.fullmatch(low) is not None or _REMARK.fullmatch(low) is not None
 
 
 def _vague(text: str) -> bool:
