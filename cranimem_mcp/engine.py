@@ -185,6 +185,7 @@ class MemoryEngine:
                 min_score=r.min_score,
                 context_ratio=r.context_ratio,
                 date_boost=r.date_boost,
+                split_queries=r.split_queries,
                 half_life_days=settings.temporal.half_life_days,
             ),
             ranker=_ranker(settings, self.episodic),

@@ -47,6 +47,7 @@ from cranimem_mcp.models import (
 )
 from cranimem_mcp.recall import exact
 from cranimem_mcp.recall.context import floor, render
+from cranimem_mcp.recall.parts import best_of, parts
 from cranimem_mcp.recall.ranking import Ranker
 from cranimem_mcp.recall.when import asked_when
 from cranimem_mcp.temporal import decay
@@ -218,6 +219,8 @@ class RecallPolicy:
     context_ratio: float = 0.0
     # The share of its score a memory of the time a query names gains (:mod:`.when`; 0 = off).
     date_boost: float = 0.0
+    # A query about two things ("A and B", "A or B") searches each part too (:mod:`.parts`).
+    split_queries: bool = False
 
 
 def trash_notice(trashed: list[str], k: int) -> str:
@@ -279,9 +282,15 @@ class DualPathRecall:
         trashed: list[str] = []
         tiers = (LIVE if "episodic" in paths else ()) + (TRASH if "trash" in paths else ())
         focus = {s: await self.ranker.focus(s, query, tiers) for s in scopes}
+        # A query about two things: each part is searched too (:mod:`.parts`).
+        split = parts(query) if r.split_queries and tiers else []
+        part_focus = {(s, p): await self.ranker.focus(s, p, tiers) for s in scopes for p in split}
+        part_words = {key: f.query if f else key[1] for key, f in part_focus.items()}
         # The query and what each scope's episodic search looks for, embedded in one call
         # (two texts in one call cost ~8.5 ms here, in two calls ~12 ms; the same vectors).
-        texts = list(dict.fromkeys([query] + [f.query for f in focus.values() if f]))
+        texts = list(
+            dict.fromkeys([query, *(f.query for f in focus.values() if f), *part_words.values()])
+        )
         vectors = dict(zip(texts, await self.embedder.embed(texts), strict=True))
         qvec = vectors[query]
         # One check that the graph's kept reads are current serves all of the recall's graph
@@ -296,6 +305,14 @@ class DualPathRecall:
                         self.episodic, self.ranker, s, words, vectors[words], k, when, tiers,
                         named, r.date_boost,
                     )  # fmt: skip
+                    runs = [found]
+                    for p in split if found else []:
+                        w = part_words[s, p]
+                        runs.append(await episodic_path(
+                            self.episodic, self.ranker, s, w, vectors[w], k, when, tiers,
+                            part_focus[s, p], r.date_boost,
+                        ))  # fmt: skip
+                    found = best_of(runs, k) if len(runs) > 1 else found
                 if tiers == LIVE:
                     trashed += await self._trashed(s, query, qvec, found, k, when)
                 if found:
