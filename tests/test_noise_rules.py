@@ -63,6 +63,8 @@ DURABLE = [
     "That is the staging database.",
     "Have a great trip to Kyoto, and bring back matcha for my mum!",
     "Such a relief: the biopsy came back clear.",
+    "[2 May, 2024] Ravi: It's Keanu Reeves!",  # an answer, said to no one by name
+    "Thanks Priya, the venue is Lumi.",
 ]
 
 NOISE = {
@@ -111,6 +113,9 @@ NOISE = {
     "Smart move.": "pleasantry",
     "Such a classic!": "pleasantry",
     "Have a great weekend!": "pleasantry",
+    "[5 June, 2024] Eli: Congrats Noah!! So well deserved.": "pleasantry",
+    "Wow, Captain Amara! Congrats!": "pleasantry",
+    "Sofia, that's huge.": "pleasantry",
 }
 
 

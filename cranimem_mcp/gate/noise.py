@@ -348,7 +348,9 @@ def noise(text: str) -> Noise | None:
         return None
     if len(words) <= 14 and (_pleasant(stripped) or _GREETING.match(stripped)):
         return Noise("pleasantry", "a greeting, thanks or acknowledgement")
-    if len(words) <= 14 and all(_pleasant(s) or _reaction(s) for s in _sentences(stripped)):
+    if len(words) <= 14 and all(
+        _pleasant(s) or _reaction(s) for s in map(_unaddressed, _sentences(stripped))
+    ):
         return Noise("pleasantry", "a reaction to what the other said")
     lines = [line for line in stripped.splitlines() if line.strip()]
     if len(lines) >= 2 and sum(bool(_OUTPUT_LINE.match(line)) for line in lines) * 2 > len(lines):
@@ -431,6 +433,22 @@ _REMARK = re.compile(
     r")[.!]*"
 )
 _FIRST_PERSON_WORD = re.compile(r"\b(?:i|i'm|i've|me|my|mine|we|we're|us|our)\b", re.IGNORECASE)
+
+
+# The person a sentence is said to: "Congrats Noah!!", "Wow, Captain Tariq!", "Sofia, ...".
+_ADDRESS_END = re.compile(
+    r"\b((?i:congrats|congratulations|thanks|thank you|wow|yay|hey|hi|hello|cheers|bravo|"
+    r"welcome back|night|morning))"
+    r",?\s+(?:[A-Z][a-z'’]+\.?\s+)?[A-Z][a-z'’]+(?=[!.]*$)"
+)
+_ADDRESS_START = re.compile(r"^(?:[A-Z][a-z'’]+\.?\s+)?[A-Z][a-z'’]+,\s+")
+
+
+def _unaddressed(sentence: str) -> str:
+    """``sentence`` without the name of whom it is said to: before a comma at its start
+    ("Sofia, that's huge."), or at its end after a greeting, thanks or praise ("Congrats
+    Noah!!"). "It's Shia Labeouf!" names no one it is said to."""
+    return _ADDRESS_START.sub("", _ADDRESS_END.sub(r"\1", sentence.strip()), count=1)
 
 
 def _reaction(sentence: str) -> bool:
