@@ -447,7 +447,7 @@ _ADDRESS_START = re.compile(r"^(?:[A-Z][a-z'’]+\.?\s+)?[A-Z][a-z'’]+,\s+")
 def _unaddressed(sentence: str) -> str:
     """``sentence`` without the name of whom it is said to: before a comma at its start
     ("Sofia, that's huge."), or at its end after a greeting, thanks or praise ("Congrats
-    Noah!!"). "It's Shia Labeouf!" names no one it is said to."""
+    Noah!!"). "It's Keanu Reeves!" names no one it is said to."""
     return _ADDRESS_START.sub("", _ADDRESS_END.sub(r"\1", sentence.strip()), count=1)
 
 
