@@ -121,7 +121,7 @@ class RetrievalSettings(_Section):
     # A query that names a time ("in March", "5 days ago", "on October 13, 2023": recall/when.py)
     # lends the memories of events in that time this share of their score (0 = off).
     date_boost: float = Field(0.0, ge=0.0, le=5.0)
-    # A query about two things ("the car wash and the parking ticket", "A or B first?")
+    # A query about two things ("the oil change and the car wash", "A or B first?")
     # searches each part too; a memory scores its best (recall/parts.py). Off: LongMemEval-dev
     # gains 2 of 40 questions, LoCoMo-dev none, HotpotQA-120 loses one (docs/RESULTS.md).
     split_queries: bool = False

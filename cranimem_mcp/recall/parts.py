@@ -1,12 +1,12 @@
-"""A query that asks about two things at once ("How much did I spend on the car wash and the
-parking ticket?", "Which came first, the festival or my Spanish classes?"): its two parts are
+"""A query that asks about two things at once ("What did I spend on the oil change and the
+car wash?", "Which came first, the Lisbon trip or my pottery course?"): its two parts are
 searched too, so the memory of each can reach the top k, not only the one the whole query's
 vector leans to. A memory's score is its best under the whole query and the parts, and the
 items stay in the order of that score (``retrieval.split_queries``, off by default: on the
-dev sets it gains on LongMemEval only, and an "and" inside a noun phrase, "the sculpture and
-war memorial in the Forbury gardens", costs a HotpotQA question; docs/RESULTS.md).
+dev sets it gains on LongMemEval only, and an "and" inside a noun phrase ("the statue and
+fountain in the park") cost a HotpotQA question; docs/RESULTS.md).
 
-Two names joined by "and" ("Caroline and Melanie") are no two things: the query is about
+Two names joined by "and" ("Ana and Ravi") are no two things: the query is about
 both at once, and the conversation rules handle its speakers."""
 
 from __future__ import annotations
