@@ -414,16 +414,20 @@ def _pleasant(text: str) -> bool:
 # "That sounds delicious!", "Oh no, that must be tricky.", "That's serious dedication.": a
 # judgement of "that" in at most two plain words (no name, number or first person after the
 # first word: "That's my favourite!", "It's a Golden Retriever" are kept).
+# The interjections a reaction or a remark may open with ("Oh no, ...", "Wow! ...").
+_OPENING = (
+    r"(?:(?:oh|ah|ahh|aww|wow|whoa|ooh|omg|haha|yay|ugh|yum|oh no|oh wow|hmm|okay|ok)[,!.]*\s+)*"
+)
 _REACTION = re.compile(
-    r"(?:(?:oh|ah|ahh|aww|wow|whoa|ooh|omg|haha|yay|ugh|yum|oh no|oh wow|hmm)[,!.]*\s+)*"
-    r"(?:that(?:'s|’s| is| was| must be| must have been)|(?:that|this) (?:sounds|looks|seems))"
+    _OPENING
+    + r"(?:that(?:'s|’s| is| was| must be| must have been)|(?:that|this) (?:sounds|looks|seems))"
     r"(?: (?:so|really|such|very|pretty|super|absolutely|totally|quite|just))*"
     r"(?: like)?(?: (?:a|an))?(?: [a-z][a-z'’-]*){1,2}[.!]*"
 )
 # ... or a judgement or a wish with no "that": "Smart move.", "Such a classic.", "Nice find!",
 # "Have a great trip!", "Take care of yourself!", "Best of luck!".
 _REMARK = re.compile(
-    r"(?:(?:oh|ah|ahh|aww|wow|whoa|ooh|omg|haha|yay|oh no|okay|ok)[,!.]*\s+)*(?:"
+    _OPENING + r"(?:"
     r"(?:such an?|what an?|so) [a-z'’-]+(?: [a-z'’-]+)?"
     r"|(?:smart|nice|good|great|beautiful|lovely|brilliant|wise|bold|solid|fun|classic)"
     r" (?:move|choice|find|idea|call|plan|pick|one|thinking|stuff)"
