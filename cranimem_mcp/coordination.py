@@ -65,7 +65,7 @@ def save_state(path: Path, state: EngineState) -> None:
     os.replace(tmp, path)
 
 
-RECALL_FLUSH_SECONDS = 1.0  # recall counts are written in one batch this long after
+RECALL_FLUSH_SECONDS = 5.0  # recall counts are written in one batch this long after
 STATE_FLUSH_SECONDS = 0.5  # bookkeeping counters are saved this long after a change
 
 
@@ -182,12 +182,22 @@ class RecallCounts:
     """Recalls (the replay score's frequency bonus, the decay weight) counted in memory and
     written in one update per scope a moment later, before any consolidation reads them
     (:meth:`flush`), and at close, so a recall never waits on a commit. A crash can lose
-    the last moment's counts: they are soft signals, not memories."""
+    the last moment's counts: they are soft signals, not memories. ``settle`` runs after
+    each background flush (the engine's: maintain the table when due, as after a write):
+    a server that only answers recalls still folds the rows its counts rewrote back into
+    the indexes."""
 
-    def __init__(self, episodic: EpisodicStore, locks: ScopeLocks, background: Background) -> None:
+    def __init__(
+        self,
+        episodic: EpisodicStore,
+        locks: ScopeLocks,
+        background: Background,
+        settle: Callable[[], None] | None = None,
+    ) -> None:
         self._episodic = episodic
         self._locks = locks
         self._background = background
+        self._settle = settle
         self._pending: dict[str, dict[str, int]] = {}  # scope -> id -> recalls not written
         self._at: dict[str, datetime] = {}
         self._flush_due = False
@@ -206,6 +216,8 @@ class RecallCounts:
                 await anyio.sleep(RECALL_FLUSH_SECONDS)
                 self._flush_due = False
                 await self.flush()
+                if self._settle is not None:
+                    self._settle()
 
             self._background.start_soon(later)
 
@@ -218,11 +230,7 @@ class RecallCounts:
             with anyio.CancelScope(shield=True):
                 async with self._locks.scope(scope):
                     pending = self._pending.pop(scope, {})
-                    by_count: dict[int, list[str]] = {}
-                    for memory_id, n in pending.items():
-                        by_count.setdefault(n, []).append(memory_id)
                     try:
-                        for n, ids in by_count.items():
-                            await self._episodic.touch(ids, self._at[scope], n)
+                        await self._episodic.touch(pending, self._at[scope])
                     except StoreError as exc:
                         logger.warning("recall counts of %s not written: %s", scope, exc)

@@ -139,7 +139,10 @@ class MemoryEngine:
         self._locks = ScopeLocks()
         self._background = Background(background)
         self._keeper = StateKeeper(self.home / "state.json", self._background)
-        self._recalls = RecallCounts(self.episodic, self._locks, self._background)
+        self._recalls = RecallCounts(
+            self.episodic, self._locks, self._background,
+            settle=lambda: self._consolidator.maintain_when_due(),
+        )  # fmt: skip
         c, g = settings.consolidation, settings.graph
         self._lease = consolidation_lease(
             c.lease, g.store, g.query_endpoint, g.update_endpoint, c.lease_seconds,

@@ -271,9 +271,9 @@ async def test_a_recall_embeds_once_searches_once_and_its_counts_are_written_in_
             searched.append(args[0])
             return await hybrid(*args, **kwargs)
 
-        async def counted_touch(ids, when, times=1):
-            touched.append((list(ids), times))
-            return await touch(ids, when, times)
+        async def counted_touch(counts, when):
+            touched.append(dict(counts))
+            return await touch(counts, when)
 
         engine.embedder.embed = counted_embed
         engine.episodic.hybrid = counted_hybrid
@@ -286,7 +286,35 @@ async def test_a_recall_embeds_once_searches_once_and_its_counts_are_written_in_
     assert embedded == [[query]] * 10
     assert searched == ["default"] * 10
     assert 1 <= len(touched) <= 1 + int(took / RECALL_FLUSH_SECONDS)
-    assert sum(times for ids, times in touched if kept.id in ids) == 10
+    assert sum(counts.get(kept.id, 0) for counts in touched) == 10
+
+
+@pytest.mark.object_store  # also on S3 (moto)
+async def test_recall_counts_of_any_sizes_are_one_commit(open_engine):
+    # Each commit rewrites the rows it changes into a fragment every search then reads:
+    # counts of 3, 1 and 2 recalls are one commit, not one per count.
+    async with open_engine() as engine:
+        ids = [
+            (await engine.remember(text)).id
+            for text in ("I water the ferns on Sundays.", "My bike lock code is not written down.",
+                         "Our book club meets on the first Thursday.")
+        ]  # fmt: skip
+        (old,) = await engine.episodic.get(ids[:1])
+        commits = []
+        write = engine.episodic._write
+
+        async def counted(*args, **kwargs):
+            commits.append(True)
+            return await write(*args, **kwargs)
+
+        engine.episodic._write = counted
+        await engine.episodic.touch(dict(zip(ids, (3, 1, 2), strict=True)), old.created_at)
+        assert len(commits) == 1
+        rows = {m.id: m for m in await engine.episodic.get(ids)}
+        assert [rows[i].access_count for i in ids] == [3, 1, 2]
+        assert rows[ids[0]].last_access == old.created_at
+        await engine.episodic.touch({ids[1]: 4}, old.created_at)
+        assert (await engine.episodic.get(ids[1:2]))[0].access_count == 5
 
 
 @pytest.mark.object_store  # also on S3 (moto)

@@ -19,17 +19,18 @@ working set is dropped when a commit not ours moved the version (docs/SCALING.md
 from __future__ import annotations
 
 import logging
-import re
 import warnings
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 import numpy as np
+import pyarrow as pa
 
 from cranimem_mcp.backends import heap
+from cranimem_mcp.buffer.full_text import terms_of
 from cranimem_mcp.buffer.fusion import fuse, lift
 from cranimem_mcp.buffer.lance import FTS, LinearCombinationReranker, RRFReranker, reason
 from cranimem_mcp.buffer.records import (
@@ -114,6 +115,7 @@ class EpisodicStore:
         self._shared = location.shared  # see the module docstring
         self._version: int | None = None  # of the table the working set matches (shared)
         self._ws = WorkingSet(dim, working_set_rows)
+        self._text = location.full_text(TABLE)  # the full-text searches (:mod:`.full_text`)
         self._schema = schema(dim)
         self._lift = text_lift if fusion == "lift" else None
         self._weight = vector_weight if fusion == "linear" else None
@@ -145,6 +147,7 @@ class EpisodicStore:
         no reader outlives the process that holds the directory; left on disk they were ~55%
         of the table's folder after 1,020 writes (5.0 -> 2.2 MB, docs/RESULTS.md). A shared
         table keeps its versions: its other writers may be reading them."""
+        await self._text.close()
         if self._shared or self._table is None:
             return
 
@@ -178,6 +181,7 @@ class EpisodicStore:
                 raise
             finally:  # after the commit: whoever reads the new count reads the change too
                 self._rewrites += not append
+                self._text.moved()
             if self._shared:
                 version = getattr(result, "version", None)
                 if version is None or self._version is None or version != self._version + 1:
@@ -308,22 +312,34 @@ class EpisodicStore:
 
         await self._write(run, follow=follow)
 
-    async def touch(self, ids: Sequence[str], when: datetime, times: int = 1) -> None:
-        """Count ``times`` recalls of each of these memories (feeds the replay score's
-        frequency bonus and the decay weight)."""
-        if not ids:
+    async def touch(self, counts: Mapping[str, int], when: datetime) -> None:
+        """Count recalls of these memories (id -> how many; feeds the replay score's
+        frequency bonus and the decay weight), last at ``when``, in one commit: each row's
+        count is read, then written with its recalls added (a merge on the id of those two
+        columns; Lance's update takes no CASE, so it was one commit per distinct count).
+        The caller holds the scope's lock: no other count of these rows moves in between.
+        Why one: every commit rewrites the rows it changes into a new fragment, which each
+        search reads and the indexes leave out until the next maintenance (docs/RESULTS.md)."""
+        counts = {i: int(n) for i, n in counts.items() if int(n) > 0}
+        if not counts:
             return
-        stamp = when.isoformat().replace("+00:00", "")
-        times = int(times)
+        rows = await self._select(ids_filter(list(counts)), ["id", "access_count"])
+        if not rows:
+            return
+        stamp = when.astimezone(UTC)
+        update = pa.table(
+            {
+                "id": [r["id"] for r in rows],
+                "access_count": [int(r["access_count"] or 0) + counts[r["id"]] for r in rows],
+                "last_access": [stamp] * len(rows),
+            },
+            schema=pa.schema(
+                [self._schema.field(c) for c in ("id", "access_count", "last_access")]
+            ),
+        )
 
         def run() -> Any:
-            return self._table.update(
-                where=ids_filter(ids),
-                values_sql={
-                    "access_count": f"access_count + {times}",
-                    "last_access": f"CAST('{stamp}' AS TIMESTAMP)",
-                },
-            )
+            return self._table.merge_insert("id").when_matched_update_all().execute(update)
 
         await self._write(run)
 
@@ -366,6 +382,7 @@ class EpisodicStore:
             return False
         if self._shared:  # other writers commit too: all of it under the writer lock
             await self._write(lambda: (self._compact_sync(), self._renew_sync()))
+            await self._text.renew()
             self._commits = 0
             return True
         async with self._compacting:
@@ -377,6 +394,8 @@ class EpisodicStore:
             except BaseException:
                 self._ws.drop()  # as _write does: what committed is not known
                 raise
+            finally:
+                await self._text.renew()
             self._commits = max(0, self._commits - counted)
         return True
 
@@ -605,7 +624,7 @@ class EpisodicStore:
         LanceDB; the full-text half is LanceDB's. ``among``: only these memory ids
         (:meth:`_hybrid_among`)."""
         where = scope_filter(scope, tiers)
-        terms = " ".join(re.findall(r"\w+", text))
+        terms = terms_of(text)
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if among is not None:
@@ -685,11 +704,21 @@ class EpisodicStore:
     async def _fts(
         self, where: str | None, terms: str, limit: int, columns: list[str]
     ) -> list[dict[str, Any]]:
-        def run() -> list[dict[str, Any]]:
-            query = self._table.search(terms, query_type="fts").where(where, prefilter=True)
-            return query.limit(limit).select([*columns, "_score"]).to_list()
+        return await self._text.search(where, terms, limit, columns)
 
-        return await self._run(run)
+    async def read_ahead(self, scope: str, text: str, tiers: Iterable[str], limit: int) -> None:
+        """Run the full-text half of :meth:`hybrid` of these arguments now, before its vector
+        exists: the hybrid search that follows (before the next commit) uses its rows. A
+        recall runs it while its query is embedded. Never raises: a failure is the search's
+        to meet."""
+        tiers = tuple(tiers)
+        terms = terms_of(text)
+        try:
+            if not terms or await self._mirrored(scope, tiers) is None:
+                return  # no words, or the search runs in LanceDB whole (:meth:`_unmirrored`)
+        except StoreError:
+            return  # left for the search that follows to meet
+        await self._text.read_ahead(scope_filter(scope, tiers), terms, limit)
 
     async def text_search(
         self, scope: str, vector: np.ndarray, terms: str, tiers: Iterable[str], limit: int

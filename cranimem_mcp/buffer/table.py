@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 import pyarrow as pa
 
 from cranimem_mcp.backends import heap
+from cranimem_mcp.buffer.full_text import FullText
 from cranimem_mcp.buffer.lance import FTS, lancedb
 from cranimem_mcp.buffer.records import LIVE_KEY, LIVE_KEY_SQL, SCALAR_INDEXES
 from cranimem_mcp.errors import StoreError
@@ -45,6 +46,10 @@ class TableLocation(Protocol):
         its old versions take)."""
         ...
 
+    def full_text(self, table: str) -> FullText:
+        """The full-text searches of ``table`` here (:mod:`.full_text`)."""
+        ...
+
 
 @dataclass(frozen=True)
 class LocalTable:
@@ -59,6 +64,9 @@ class LocalTable:
 
     def disk_folder(self, table: str) -> Path | None:
         return self.path / f"{table}.lance"
+
+    def full_text(self, table: str) -> FullText:
+        return FullText(str(self.path), table, None, shared=False)
 
     def __str__(self) -> str:
         return str(self.path)
@@ -78,6 +86,9 @@ class SharedTable:
 
     def disk_folder(self, table: str) -> Path | None:
         return None
+
+    def full_text(self, table: str) -> FullText:
+        return FullText(self.uri, table, self.storage_options, shared=True)
 
     def __str__(self) -> str:
         return self.uri

@@ -66,13 +66,26 @@ class ConversationRanker:
         others = await self._everyone(scope, query, qvec, k, as_of, self.rerank, tiers, named)
         return speakers.first(own, others)
 
+    async def read_ahead(
+        self, scope: str, query: str, k: int, as_of: datetime | None,
+        tiers: tuple[str, ...], focus: speakers.Focus | None,
+    ) -> None:  # fmt: skip
+        """The search over everyone's full-text half; none when the query names speakers
+        (their own turns are searched first, and may be all that is asked)."""
+        if tiers != LIVE:
+            await self.episodic.read_ahead(scope, query, tiers, _searched(k, as_of))
+        elif focus is None:
+            await self.episodic.read_ahead(
+                scope, query, tiers, _searched(k * self.rerank.pool, as_of)
+            )
+
     async def _everyone(
         self, scope: str, query: str, qvec: np.ndarray, k: int, as_of: datetime | None,
         policy: Rerank, tiers: tuple[str, ...], named: frozenset[str],
     ) -> list[tuple[Entry, float]]:  # fmt: skip
         """The hybrid search over every memory of ``tiers``, re-scored by ``policy``."""
         pool = k * policy.pool
-        limit = pool if as_of is None else 4 * pool
+        limit = _searched(pool, as_of)
         hits = await self.episodic.hybrid(scope, qvec, query, tiers, limit=limit)
         if as_of is not None:
             # What was known then: memories of events up to that time.
@@ -84,3 +97,9 @@ class ConversationRanker:
         # The fused relevance orders the candidates, with the re-scoring; each shows that sum
         # on the cosine's scale.
         return rerank(hits, entries, named, policy)
+
+
+def _searched(pool: int, as_of: datetime | None) -> int:
+    """How many hits to ask the hybrid search for to re-score ``pool``: more when only the
+    events up to ``as_of`` count (the search cannot filter by event time)."""
+    return pool if as_of is None else 4 * pool

@@ -43,6 +43,15 @@ class Ranker(Protocol):
         many, of events up to ``as_of`` when it is given."""
         ...
 
+    async def read_ahead(
+        self, scope: str, query: str, k: int, as_of: datetime | None,
+        tiers: tuple[str, ...], focus: Focus | None,
+    ) -> None:  # fmt: skip
+        """Run now what :meth:`rank` of the same arguments reads that needs no query vector
+        (the hybrid search's full-text half): recall runs it while the query is embedded.
+        Never raises."""
+        ...
+
 
 @dataclass(frozen=True)
 class HybridRanker:
@@ -53,12 +62,24 @@ class HybridRanker:
     async def focus(self, scope: str, query: str, tiers: tuple[str, ...]) -> Focus | None:
         return None
 
+    async def read_ahead(
+        self, scope: str, query: str, k: int, as_of: datetime | None,
+        tiers: tuple[str, ...], focus: Focus | None,
+    ) -> None:  # fmt: skip
+        await self.episodic.read_ahead(scope, query, tiers, _searched(k, as_of))
+
     async def rank(
         self, scope: str, query: str, qvec: np.ndarray, k: int, as_of: datetime | None,
         tiers: tuple[str, ...], focus: Focus | None,
     ) -> list[tuple[Entry, float]]:  # fmt: skip
-        limit = k if as_of is None else 4 * k
+        limit = _searched(k, as_of)
         hits = await self.episodic.hybrid(scope, qvec, query, tiers, limit=limit)
         if as_of is not None:  # what was known then: memories of events up to that time
             hits = [h for h in hits if h.entry.happened_at <= as_of][:k]
         return [(h.entry, h.score) for h in hits]
+
+
+def _searched(k: int, as_of: datetime | None) -> int:
+    """How many hits to ask the hybrid search for to rank ``k``: more when only the events
+    up to ``as_of`` count (the search cannot filter by event time)."""
+    return k if as_of is None else 4 * k

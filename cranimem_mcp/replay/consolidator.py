@@ -159,6 +159,13 @@ class Consolidator:
         if size is not None and size >= self.policy.capacity and scope not in self._making_room:
             self._making_room.add(scope)
             self.background.spawn(self._make_room, scope)
+        self.maintain_when_due()
+
+    def maintain_when_due(self) -> None:
+        """Start the table's maintenance in the background if it is due and none runs (and
+        no other process's lease paused it)."""
+        if time.monotonic() < self._refused_until or not self.background.enabled:
+            return
         if not self._maintaining and self.episodic.maintenance_due():
             # Why: a server whose buffers overflow before any run (every_n_writes = 0, a slow
             # timer) maintained only at the end of runs: 600 writes left 1,122 versions.
