@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import anyio
@@ -314,34 +315,49 @@ class EpisodicStore:
 
     async def touch(self, counts: Mapping[str, int], when: datetime) -> None:
         """Count recalls of these memories (id -> how many; feeds the replay score's
-        frequency bonus and the decay weight), last at ``when``, in one commit: each row's
-        count is read, then written with its recalls added (a merge on the id of those two
-        columns; Lance's update takes no CASE, so it was one commit per distinct count).
-        The caller holds the scope's lock: no other count of these rows moves in between.
-        Why one: every commit rewrites the rows it changes into a new fragment, which each
-        search reads and the indexes leave out until the next maintenance (docs/RESULTS.md)."""
+        frequency bonus and the decay weight), last at ``when``. Alone on its table, in one
+        commit: each row's count is read, then written with its recalls added (a merge on
+        the id of those two columns); the caller holds the scope's lock, so no other count
+        of these rows moves in between. Why one: every commit rewrites the rows it changes
+        into a new fragment, which each search reads and the indexes leave out until the
+        next maintenance; Lance's update takes no CASE, so it was one commit per distinct
+        count (docs/RESULTS.md). A shared table keeps the update that adds in place, one
+        per distinct count: another process may count the same rows meanwhile."""
         counts = {i: int(n) for i, n in counts.items() if int(n) > 0}
         if not counts:
+            return
+        if self._shared:
+            await self._touch_in_place(counts, when)
             return
         rows = await self._select(ids_filter(list(counts)), ["id", "access_count"])
         if not rows:
             return
-        stamp = when.astimezone(UTC)
+        columns = ("id", "access_count", "last_access")
         update = pa.table(
             {
                 "id": [r["id"] for r in rows],
                 "access_count": [int(r["access_count"] or 0) + counts[r["id"]] for r in rows],
-                "last_access": [stamp] * len(rows),
+                "last_access": [when.astimezone(UTC)] * len(rows),
             },
-            schema=pa.schema(
-                [self._schema.field(c) for c in ("id", "access_count", "last_access")]
-            ),
+            schema=pa.schema([self._schema.field(c) for c in columns]),
         )
 
         def run() -> Any:
             return self._table.merge_insert("id").when_matched_update_all().execute(update)
 
         await self._write(run)
+
+    async def _touch_in_place(self, counts: dict[str, int], when: datetime) -> None:
+        stamp = when.isoformat().replace("+00:00", "")
+        by_count: dict[int, list[str]] = {}
+        for memory_id, n in counts.items():
+            by_count.setdefault(n, []).append(memory_id)
+        for times, ids in by_count.items():
+            values = {
+                "access_count": f"access_count + {times}",
+                "last_access": f"CAST('{stamp}' AS TIMESTAMP)",
+            }
+            await self._write(partial(self._table.update, where=ids_filter(ids), values_sql=values))
 
     async def delete(self, ids: Sequence[str]) -> None:
         if not ids:
