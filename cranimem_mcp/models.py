@@ -191,7 +191,7 @@ class Fact(BaseModel):
 
 
 def fact_text(fact: Fact) -> str:
-    """A fact as a line of text: "Caroline lives in Boston"."""
+    """A fact as a line of text: "Noor lives in Boston"."""
     return f"{fact.subject} {fact.predicate.replace('_', ' ')} {fact.object}"
 
 

@@ -111,7 +111,7 @@ def supersession(
 # A departure from a thing ("I switched from vim", "we migrated from Postgres", "I left
 # Hooli") ends what its subject had with that thing ("uses vim", "works at Hooli"): these are
 # the predicates the extractor gives such verbs. A change of tool or place ends any fact with
-# it; "leave" and "quit" only a place, a job, a membership or a habit ("I left Caroline a
+# it; "leave" and "quit" only a place, a job, a membership or a habit ("I left Noor a
 # message" ends no friendship).
 DEPARTURES = frozenset(
     {"switch_from", "migrate_from", "move_from", "move_off", "change_from", "leave", "quit",

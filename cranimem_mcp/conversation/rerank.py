@@ -3,7 +3,7 @@ their words: who speaks in them, and which turns stand next to each other (issue
 
 A memory written from a transcript reads ``[<when>] <Speaker>: <text>`` (a turn,
 :mod:`.transcript`); nothing here applies to any other memory. When the query names
-a speaker of the scope ("What do Melanie's kids like?"), the turns that speaker said are
+a speaker of the scope ("What do Dario's kids like?"), the turns that speaker said are
 about them even where they say "I" and "we" (full-text search matches the name in every turn
 that addresses them as well). Turns written one after the other in the same session answer
 each other ("How are the kids?" / "They loved the trip"): a strong hit lends part of its

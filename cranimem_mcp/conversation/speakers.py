@@ -2,9 +2,9 @@
 what (issue 18).
 
 A memory written from a transcript reads ``[<when>] <Speaker>: <text>``. A question about one
-of the scope's speakers ("What activities does Melanie partake in?") is answered by what that
-speaker said, in the first person ("I signed up for pottery"): the turns that hold the name
-are mostly the other speaker addressing them ("Hey Melanie!"), which the name's words pull
+of the scope's speakers ("Which sports does Dario play?") is answered by what that
+speaker said, in the first person ("I joined a rowing club"): the turns that hold the name
+are mostly the other speaker addressing them ("Hey Dario!"), which the name's words pull
 up in both halves of the hybrid search. So when the query names a speaker of the scope, the
 name is taken out of the words searched (:func:`focus`) and the named speaker's turns are
 lifted instead (``retrieval.speaker_boost``, :mod:`.rerank`). On LoCoMo-dev, cosine alone
@@ -35,7 +35,7 @@ def _name(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", re.IGNORECASE)
 
 
-# A capitalised word of the query that may be a speaker's short name ("Mel" for Melanie); a
+# A capitalised word of the query that may be a speaker's short name ("Dar" for Dario); a
 # sentence's first word is capitalised anyway ("And what did Andrew say?"), so not that one.
 _SHORT = re.compile(r"(?<![.!?]\s)(?<!^)(?<!\w)([A-Z][a-z]{2,})(?:['’]s)?(?!\w)")
 
@@ -43,7 +43,7 @@ _SHORT = re.compile(r"(?<![.!?]\s)(?<!^)(?<!\w)([A-Z][a-z]{2,})(?:['’]s)?(?!\w
 def named(query: str, known: Iterable[str]) -> dict[str, str]:
     """The ``known`` speakers the query names, each with the name it uses: the whole name as
     a word (case-insensitive), or a capitalised word of three letters or more that begins
-    the name of one speaker only ("Mel" for Melanie, not when Melanie and Melvin speak)."""
+    the name of one speaker only ("Dar" for Dario, not when Dario and Darius speak)."""
     known = list(known)
     found = {s: s for s in known if _name(s).search(query)}
     for word in _SHORT.findall(query.strip()):
@@ -67,7 +67,7 @@ def focus(query: str, said: Mapping[str, Collection[str]]) -> Focus | None:
     """The speakers of the scope (``said``: each speaker and the ids of their turns, as
     :meth:`~cranimem_mcp.buffer.episodic.EpisodicStore.speakers` gives those heading enough
     of its memories) that the query names, the query without them, and their turns; None when
-    it names none, when nothing but the names would be left to search for ("Caroline?"), or
+    it names none, when nothing but the names would be left to search for ("Noor?"), or
     when the scope is no conversation: fewer than two speakers take turns in it."""
     if len(said) < 2:
         return None

@@ -1,7 +1,7 @@
 """What a conversation is, in the text of its memories: the package's one speaker rule.
 
 A *turn* is a memory written ``[<when>] <Speaker>: <text>``, where ``<when>`` names a date
-(the stamp a logging client writes, "[1:56 pm on 8 May, 2023] Caroline: ..."), and
+(the stamp a logging client writes, "[9:12 am on 3 June, 2025] Noor: ..."), and
 ``<Speaker>`` is one to three capitalised words. Only a turn has a speaker. A word before a
 colon without a dated stamp is a *label*: a note's ("Note:", "TODO:", "Decision:",
 "Meeting notes:"), a title's ("Catan: ..."), anything's. A label is never a speaker, never
@@ -76,7 +76,7 @@ SESSION_GAP = timedelta(hours=1)
 
 
 def stamp(content: str) -> datetime | None:
-    """The date of the stamp a turn opens with ("[1:56 pm on 8 May, 2023] Caroline: ..."), or
+    """The date of the stamp a turn opens with ("[9:12 am on 3 June, 2025] Noor: ..."), or
     None when it has none (or not one that names a date)."""
     m = _STAMP.match(content)
     return observed_at(m.group(1)) if m else None

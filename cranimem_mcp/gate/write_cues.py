@@ -167,7 +167,7 @@ _TOOL_OUTPUT = re.compile(
     _I | re.M,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
-# A chat transcript's turn label ("[1:56 pm on 8 May, 2023] Caroline: ...", "[2024-03-04]
+# A chat transcript's turn label ("[9:12 am on 3 June, 2025] Noor: ...", "[2024-03-04]
 # Me: ..."): the cues read what follows it, as the sentence starts there. A bare "Name:"
 # is not stripped: "Partner: Sam (they/them)." is a note, not a turn.
 _TURN_LABEL = re.compile(
