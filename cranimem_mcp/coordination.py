@@ -17,7 +17,7 @@ import os
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -65,11 +65,35 @@ def save_state(path: Path, state: EngineState) -> None:
     os.replace(tmp, path)
 
 
+T = TypeVar("T")
+
 # Recall counts are written in one batch this long after a recall. Why not 1 s: each batch
 # is a commit that rewrites the rows it counts; at one a second a server answering recalls
 # alone read ever more small fragments (a recall 17 -> 21 ms over 900 recalls, RESULTS.md).
 RECALL_FLUSH_SECONDS = 5.0
 STATE_FLUSH_SECONDS = 0.5  # bookkeeping counters are saved this long after a change
+
+
+async def meanwhile(main: Callable[[], Awaitable[T]], *others: Callable[[], Awaitable[None]]) -> T:
+    """``main()``, with ``others`` run beside it (they must not raise: work done ahead for
+    ``main``'s caller, whose failure is left for the caller's own call to meet); ``main``'s
+    error as it is, not wrapped in an exception group."""
+    result: list[T] = []
+    failed: list[Exception] = []
+
+    async def run_main() -> None:
+        try:
+            result.append(await main())
+        except Exception as exc:  # re-raised below
+            failed.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_main)
+        for other in others:
+            tg.start_soon(other)
+    if failed:
+        raise failed[0]
+    return result[0]
 
 
 class ScopeLocks:

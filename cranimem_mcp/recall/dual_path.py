@@ -24,13 +24,12 @@ import heapq
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio
 import numpy as np
 from rdflib import URIRef
 
@@ -38,7 +37,7 @@ from cranimem_mcp.backends.embeddings import Embedder, EmbeddingCache
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.working_set import LIVE
 from cranimem_mcp.conversation.speakers import Focus
-from cranimem_mcp.coordination import RecallCounts
+from cranimem_mcp.coordination import RecallCounts, meanwhile
 from cranimem_mcp.extraction import linkage, syntax
 from cranimem_mcp.graph.store import GraphStore
 from cranimem_mcp.models import (
@@ -57,7 +56,6 @@ from cranimem_mcp.validation import now
 
 _WORD = re.compile(r"[\w'’&\-.]+")
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|i'm|i've)\b", re.I)
-T = TypeVar("T")
 SPEAKER = "User"  # the extractors' name for the one who speaks in the first person
 
 
@@ -121,26 +119,6 @@ async def read_ahead(
     vector, asked now (:meth:`Ranker.read_ahead`)."""
     window = asked_when(query, as_of or now()) if date_boost > 0 else None
     await ranker.read_ahead(scope, query, wanted(k, window), as_of, tiers, focus)
-
-
-async def meanwhile(main: Callable[[], Awaitable[T]], *others: Callable[[], Awaitable[None]]) -> T:
-    """``main()``, with ``others`` (which never raise) run beside it; its error as it is."""
-    result: list[T] = []
-    failed: list[Exception] = []
-
-    async def run_main() -> None:
-        try:
-            result.append(await main())
-        except Exception as exc:  # re-raised below, not wrapped in an exception group
-            failed.append(exc)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run_main)
-        for other in others:
-            tg.start_soon(other)
-    if failed:
-        raise failed[0]
-    return result[0]
 
 
 def merged(rankings: list[list[RecallItem]], k: int) -> list[RecallItem]:
