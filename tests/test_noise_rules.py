@@ -37,6 +37,11 @@ DURABLE = [
     "Can you remember that I'm vegan?",
     "[decision] Implemented rate limiting at 100 requests/minute per user #security",
     "Decision: we use pnpm workspaces, not yarn.",
+    # Opening like the assistant's report of an edit, but the writer's own work and time, or
+    # a change that lasts.
+    "I drafted my wedding speech last weekend.",
+    "I translated my grandmother's letters into English in 2019.",
+    "I replaced moment.js with date-fns across the app.",
     "[8 May, 2023] Caroline: I just got back from a camping trip with my kids!",
     # openings of the rules added for issue 40's second round
     "I live in Berlin right now, until the lease ends in June.",
@@ -95,6 +100,9 @@ NOISE = {
     "User wants this reply in bullet points.": "interaction note",
     "Here's the revised version of your cover letter.": "narration",
     "Done — I renamed the three files as you asked.": "narration",
+    "I've condensed the summary to three bullet points.": "narration",
+    "I reformatted the changelog with consistent headings.": "narration",
+    "Okay, I rewrote the opening paragraph in plain English.": "narration",
     "Running the test suite now.": "narration",
     "I couldn't find any results for that.": "narration",
     "The server is down right now.": "status",

@@ -76,7 +76,7 @@ async def test_the_int8_table_lookup_gives_the_pinned_graphs_vectors(minilm):
     import onnxruntime as ort
 
     plain = ort.InferenceSession(str(MINILM_ONNX.locate()), providers=["CPUExecutionProvider"])
-    texts = [t for t in SENTENCES if t] + ["Caroline went to the LGBTQ support group on 7 May."]
+    texts = [t for t in SENTENCES if t] + ["Noor went to the pottery workshop on 7 May."]
     ours = await minilm.embed(texts)
     for text, vector in zip(texts, ours, strict=True):
         ids = np.array([minilm._tokenizer.encode(text).ids], dtype=np.int64)
