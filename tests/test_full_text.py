@@ -97,12 +97,16 @@ async def test_a_search_on_a_removed_version_is_asked_again_on_a_fresh_handle(tm
         both = ["Renew the passport before March.", "The passport photo must be recent."]
         assert await found(store, "passport") == both
         # A purge compacts the table and drops every old version; a search already on its
-        # way holds the version before it (here: the commit is not counted until after).
-        moved, store._text.moved = store._text.moved, lambda: None
+        # way holds the version before it (here: the handle is kept and the commit not counted).
+        moved, renew = store._text.moved, store._text.renew
+
+        async def kept() -> None:
+            pass
+
+        store._text.moved, store._text.renew = (lambda: None), kept
         await store.purge_history()
         store._text.moved = moved
         renewed = []
-        renew = store._text.renew
 
         async def counted_renew():
             renewed.append(True)

@@ -368,7 +368,9 @@ class EpisodicStore:
 
     async def purge_history(self) -> None:
         """Make deletes final on disk: rebuild the full-text index, compact, and drop every
-        old table version (LanceDB keeps deleted text in old versions until then)."""
+        old table version (LanceDB keeps deleted text in old versions until then). The
+        full-text searches' handle goes too, with whatever of the old index it kept in
+        memory."""
 
         def run() -> None:
             self._table.create_index("content", config=FTS(), replace=True)
@@ -378,7 +380,10 @@ class EpisodicStore:
                 warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
                 self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
-        await self._write(run)
+        try:
+            await self._write(run)
+        finally:
+            await self._text.renew()
 
     def maintenance_due(self) -> bool:
         """Whether enough changed since the last :meth:`maintain` to pay for one (retention)."""
