@@ -68,8 +68,9 @@ def save_state(path: Path, state: EngineState) -> None:
 T = TypeVar("T")
 
 # Recall counts are written in one batch this long after a recall. Why not 1 s: each batch
-# is a commit that rewrites the rows it counts; at one a second a server answering recalls
-# alone read ever more small fragments (a recall 17 -> 21 ms over 900 recalls, RESULTS.md).
+# is a commit per distinct count that rewrites the rows it counts; at one batch a second a
+# server answering recalls alone read ever more small fragments (a recall 17 -> 21 ms over
+# 900 recalls, RESULTS.md).
 RECALL_FLUSH_SECONDS = 5.0
 STATE_FLUSH_SECONDS = 0.5  # bookkeeping counters are saved this long after a change
 
@@ -207,9 +208,9 @@ class StateKeeper:
 
 class RecallCounts:
     """Recalls (the replay score's frequency bonus, the decay weight) counted in memory and
-    written in one commit per scope up to ``RECALL_FLUSH_SECONDS`` later, before any
-    consolidation reads them (:meth:`flush`), and at close, so a recall never waits on a
-    commit. A crash can lose those seconds' counts: they are soft signals, not memories.
+    written per scope (one update per distinct count) up to ``RECALL_FLUSH_SECONDS`` later,
+    before any consolidation reads them (:meth:`flush`), and at close, so a recall never
+    waits on a commit. A crash can lose those seconds' counts: they are soft signals, not memories.
     ``settle`` runs after each background flush (the engine's: maintain the table when
     due, as after a write): a server that only answers recalls still folds the rows its
     counts rewrote back into the indexes."""

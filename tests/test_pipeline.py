@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import anyio
 import pytest
 
+from cranimem_mcp import coordination
 from cranimem_mcp.coordination import RECALL_FLUSH_SECONDS
 from cranimem_mcp.models import Memory
 from cranimem_mcp.recall.dual_path import mentions
@@ -289,11 +290,28 @@ async def test_a_recall_embeds_once_searches_once_and_its_counts_are_written_in_
     assert sum(counts.get(kept.id, 0) for counts in touched) == 10
 
 
+async def test_a_background_flush_of_recall_counts_maintains_the_table_when_due(
+    open_engine, monkeypatch
+):
+    # A server that only answers recalls commits their counts; the flush then starts the
+    # table's maintenance when due, as a write would (else every search reads more fragments).
+    monkeypatch.setattr(coordination, "RECALL_FLUSH_SECONDS", 0.2)
+    async with open_engine(background=True) as engine:
+        kept = await engine.remember("I am allergic to shellfish, so no seafood restaurants.")
+        asked = []
+        engine._consolidator.maintain_when_due = lambda: asked.append(True)
+        await engine.recall("Which food must I avoid?")
+        with anyio.fail_after(60):  # a bound on a hang, not on speed
+            while not asked:
+                await anyio.sleep(0.05)
+        (row,) = await engine.episodic.get([kept.id])
+        assert row.access_count == 1
+
+
 @pytest.mark.object_store  # also on S3 (moto)
-async def test_recall_counts_of_any_sizes_are_one_commit(open_engine, episodic_location):
-    # Each commit rewrites the rows it changes into a fragment every search then reads:
-    # counts of 3, 1 and 2 recalls are one commit, not one per count (on a shared table,
-    # one per count: each adds in place, as other processes may count the same rows).
+async def test_recall_counts_of_different_sizes_add_up_in_one_commit_per_size(open_engine):
+    # Counts of 3, 1 and 2 recalls: each row's count grows by its own, in one commit per
+    # distinct count (an update that adds in place; Lance's update takes no CASE).
     async with open_engine() as engine:
         ids = [
             (await engine.remember(text)).id
@@ -310,7 +328,7 @@ async def test_recall_counts_of_any_sizes_are_one_commit(open_engine, episodic_l
 
         engine.episodic._write = counted
         await engine.episodic.touch(dict(zip(ids, (3, 1, 2), strict=True)), old.created_at)
-        assert len(commits) == (3 if episodic_location else 1)
+        assert len(commits) == 3
         rows = {m.id: m for m in await engine.episodic.get(ids)}
         assert [rows[i].access_count for i in ids] == [3, 1, 2]
         assert rows[ids[0]].last_access == old.created_at

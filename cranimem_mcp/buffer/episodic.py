@@ -28,7 +28,6 @@ from typing import Any
 
 import anyio
 import numpy as np
-import pyarrow as pa
 
 from cranimem_mcp.backends import heap
 from cranimem_mcp.buffer.full_text import terms_of
@@ -315,43 +314,16 @@ class EpisodicStore:
 
     async def touch(self, counts: Mapping[str, int], when: datetime) -> None:
         """Count recalls of these memories (id -> how many; feeds the replay score's
-        frequency bonus and the decay weight), last at ``when``. Alone on its table, in one
-        commit: each row's count is read, then written with its recalls added (a merge on
-        the id of those two columns); the caller holds the scope's lock, so no other count
-        of these rows moves in between. Why one: every commit rewrites the rows it changes
-        into a new fragment, which each search reads and the indexes leave out until the
-        next maintenance; Lance's update takes no CASE, so it was one commit per distinct
-        count (docs/RESULTS.md). A shared table keeps the update that adds in place, one
-        per distinct count: another process may count the same rows meanwhile."""
-        counts = {i: int(n) for i, n in counts.items() if int(n) > 0}
-        if not counts:
-            return
-        if self._shared:
-            await self._touch_in_place(counts, when)
-            return
-        rows = await self._select(ids_filter(list(counts)), ["id", "access_count"])
-        if not rows:
-            return
-        columns = ("id", "access_count", "last_access")
-        update = pa.table(
-            {
-                "id": [r["id"] for r in rows],
-                "access_count": [int(r["access_count"] or 0) + counts[r["id"]] for r in rows],
-                "last_access": [when.astimezone(UTC)] * len(rows),
-            },
-            schema=pa.schema([self._schema.field(c) for c in columns]),
-        )
-
-        def run() -> Any:
-            return self._table.merge_insert("id").when_matched_update_all().execute(update)
-
-        await self._write(run)
-
-    async def _touch_in_place(self, counts: dict[str, int], when: datetime) -> None:
+        frequency bonus and the decay weight), last at ``when``: an update that adds in place,
+        one commit per distinct count (Lance's update takes no CASE). Why not one merge of the
+        new counts: its join over the id column raised a server's peak memory by 35-45 MiB at
+        10k memories (docs/RESULTS.md); the counts are written every few seconds, so the
+        commits stay few."""
         stamp = when.isoformat().replace("+00:00", "")
         by_count: dict[int, list[str]] = {}
         for memory_id, n in counts.items():
-            by_count.setdefault(n, []).append(memory_id)
+            if int(n) > 0:
+                by_count.setdefault(int(n), []).append(memory_id)
         for times, ids in by_count.items():
             values = {
                 "access_count": f"access_count + {times}",
