@@ -37,11 +37,16 @@ DURABLE = [
     "Can you remember that I'm vegan?",
     "[decision] Implemented rate limiting at 100 requests/minute per user #security",
     "Decision: we use pnpm workspaces, not yarn.",
-    # Opening like the assistant's report of an edit, but the writer's own work and time, or
-    # a change that lasts.
+    # A person's own work, said as the assistant reports its edits: a rule for "I rewrote /
+    # translated / drafted ..." was tried and dropped for these (docs/RESULTS.md).
     "I drafted my wedding speech last weekend.",
-    "I translated my grandmother's letters into English in 2019.",
     "I replaced moment.js with date-fns across the app.",
+    "I drafted the Q3 roadmap and shared it with Priya.",
+    "I reverted the payments migration.",
+    "I generated new API keys for staging.",
+    "I rewrote the billing service in Go.",
+    "I translated the onboarding guide into Spanish.",
+    "I proofread Dana's thesis.",
     "[8 May, 2023] Caroline: I just got back from a camping trip with my kids!",
     # openings of the rules added for issue 40's second round
     "I live in Berlin right now, until the lease ends in June.",
@@ -100,9 +105,6 @@ NOISE = {
     "User wants this reply in bullet points.": "interaction note",
     "Here's the revised version of your cover letter.": "narration",
     "Done — I renamed the three files as you asked.": "narration",
-    "I've condensed the summary to three bullet points.": "narration",
-    "I reformatted the changelog with consistent headings.": "narration",
-    "Okay, I rewrote the opening paragraph in plain English.": "narration",
     "Running the test suite now.": "narration",
     "I couldn't find any results for that.": "narration",
     "The server is down right now.": "status",

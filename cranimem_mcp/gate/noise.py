@@ -153,24 +153,6 @@ _REPORT = re.compile(
     r".*\b(?:your|you asked|you'd|for you|above|below|as requested|you wanted)\b",
     re.IGNORECASE,
 )
-# The assistant reporting an edit it made to the text or code at hand ("I've shortened the
-# abstract to 180 words.", "I translated the letter into French."): only verbs whose result is
-# that edit, never a finding ("checked", "noticed": what was found may be asked for later) nor
-# a change that lasts ("replaced", "installed", "booked"). Not when the writer's own things or
-# times are in it ("I drafted the first half of my thesis last spring": the user's).
-_EDITED = re.compile(
-    r"^(?:(?:ok|okay|sure|alright|done)[,:!.—-]?\s+)?i(?: have|'ve|’ve)? "
-    r"(?:just |now |also |went ahead and )?(?:reformatted|rewrote|rewritten|generated|drafted|"
-    r"translated|summari[sz]ed|shortened|reordered|highlighted|extracted|corrected|rebased|"
-    r"reverted|proofread|condensed|outlined|listed|went through)\b",
-    re.IGNORECASE,
-)
-_OWN_OR_WHEN = re.compile(
-    r"\b(?:my|mine|we|our|us|because|since|so that|due to|in order to|yesterday|ago|"
-    r"last (?:week|month|year|night|spring|summer|autumn|fall|winter)|in (?:19|20)\d\d|"
-    r"on (?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",
-    re.IGNORECASE,
-)
 _STATUS = re.compile(
     r"\b(?:is|are) still (?:running|in progress|pending|queued|building|deploying|loading|"
     r"compiling|uploading|downloading|going|waiting)\b|"
@@ -408,13 +390,6 @@ def noise(text: str) -> Noise | None:
         return Noise("narration", "the assistant narrating its own work")
     if _REPORT.match(stripped) and len(words) <= 30:
         return Noise("narration", "the assistant reporting its own work")
-    if (
-        _EDITED.match(stripped)
-        and not _OWN_OR_WHEN.search(stripped)
-        and len(words) <= 25
-        and len(sentences) <= 2
-    ):
-        return Noise("narration", "the assistant reporting an edit it made")
     if (_HANDOVER.match(stripped) or _DONE.match(stripped)) and len(words) <= 20:
         return Noise("narration", "the assistant handing over its work")
     if _WORKING.match(stripped) and _WORK_THING.search(stripped) and len(words) <= 20:
