@@ -3,6 +3,7 @@ plain sentences, the pinned pipeline, and the scorer the targets rest on."""
 
 from __future__ import annotations
 
+import contextvars
 import os
 import shutil
 import subprocess
@@ -167,6 +168,23 @@ def test_the_pipeline_tokenizes_as_its_own_tokenizer_file_says():
     text = "I don't live at https://x.io, e.g. here."
     assert [t.text for t in ours(text)] == [t.text for t in reference(text)]
     assert "n't" in [t.text for t in ours(text)]  # a special case from the file
+
+
+def test_a_parse_in_a_fresh_context_uses_the_backend_looked_up_at_load():
+    # Each MCP request runs in a context of its own, where thinc's backend is unset: thinc
+    # then looked it up anew on every parse (its registry read, two imports tried). Parses
+    # in two fresh contexts must use one backend object, and parse as the reference does.
+    from thinc.api import get_current_ops
+
+    def parsed(text: str) -> tuple[object, list[tuple[str, str, int]]]:
+        doc = syntax.parse(text)
+        return get_current_ops(), [(t.tag_, t.dep_, t.head.i) for t in doc]
+
+    first_ops, first = contextvars.Context().run(parsed, "Priya moved the build to Bazel.")
+    second_ops, _ = contextvars.Context().run(parsed, "Tom prefers tabs to spaces.")
+    assert first_ops is second_ops
+    reference = syntax.pipeline()("Priya moved the build to Bazel.")
+    assert first == [(t.tag_, t.dep_, t.head.i) for t in reference]
 
 
 @pytest.mark.slow

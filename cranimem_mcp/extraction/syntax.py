@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import types
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,7 @@ FILES = tuple(PackagedFile(PACKAGE, f"{_DIR}/{p}", h, REQUIREMENT) for p, h in _
 EXCLUDED = ["ner", "senter"]
 _lock = threading.Lock()
 _nlp: Any = None
+_use_ops: Any = None  # sets thinc's CPU backend, looked up once at load (:func:`parse`)
 
 
 def model_dir() -> Path:
@@ -179,13 +180,17 @@ def _import_spacy() -> Any:
 
 def pipeline() -> Any:
     """The verified pipeline, loaded on the first call (thread-safe, once per process)."""
-    global _nlp
+    global _nlp, _use_ops
     if _nlp is not None:
         return _nlp
     with _lock:
         if _nlp is None:
             started = time.perf_counter()
-            _nlp = load(model_dir())
+            nlp = load(model_dir())
+            from thinc.api import get_ops, set_current_ops
+
+            _use_ops = partial(set_current_ops, get_ops("cpu"))
+            _nlp = nlp
             logger.info(
                 "spaCy pipeline %s loaded in %.2f s", REQUIREMENT, time.perf_counter() - started
             )
@@ -196,8 +201,16 @@ def pipeline() -> Any:
 def parse(text: str) -> Any:
     """The parsed ``Doc`` of ``text``. The last few are remembered: the default gate reads a
     write's parse and the extractor then reads the same one (shared: callers must not change
-    it)."""
-    return pipeline()(text)
+    it).
+
+    thinc keeps its backend in a context variable, and a parse in a context where it is unset
+    (each MCP request's task, each worker thread's call) looked it up anew: the ops registry
+    read and two optional backends' imports tried and failed, on every parse (12% of a
+    parse's CPU in a server, docs/RESULTS.md). The backend looked up at load is set
+    instead: the same class, so the same parse."""
+    nlp = pipeline()
+    _use_ops()
+    return nlp(text)
 
 
 async def ready() -> None:
