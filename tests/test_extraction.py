@@ -110,6 +110,16 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("I no longer work at Acme.", {("User", "not_works_at", "Acme")}),
         ("I stopped eating meat.", {("User", "not_eat", "meat")}),
         ("I used to live in Boston.", {("User", "not_lives_in", "Boston")}),  # was lives_in
+        # what a denial puts in place of what it denies is said (each was denied too)
+        ("I'm not vegan, just vegetarian.",
+         {("User", "not_is_a", "vegan"), ("User", "is_a", "vegetarian")}),
+        ("Ana is not a doctor but a nurse.",
+         {("Ana", "not_is_a", "doctor"), ("Ana", "is_a", "nurse")}),
+        ("We don't use Jenkins but GitHub Actions.",
+         {("User", "not_uses", "Jenkins"), ("User", "uses", "GitHub Actions")}),
+        # "neither" before the subject denies (it was likes, twice)
+        ("Neither Ana nor Tom likes sushi.",
+         {("Ana", "not_likes", "sushi"), ("Tom", "not_likes", "sushi")}),
     ],
 )  # fmt: skip
 def test_the_facts_a_new_user_expects(text, expected):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cranimem_mcp.extraction.discourse import Discourse, spread
+from cranimem_mcp.extraction.discourse import Discourse, polarity, spread
 from cranimem_mcp.extraction.lexicon import (
     GROUPS,
     IDENTITY_ADJ,
@@ -64,16 +64,16 @@ def copula(d: Discourse, verb: Any, subjects: list[str], neg: str) -> None:
     for child in verb.children:
         if child.dep_ == "attr":
             for attr in spread([child]):
-                attribute(d, named_thing(attr) or attr, subj_toks, subjects, neg)
+                attribute(d, named_thing(attr) or attr, subj_toks, subjects, polarity(attr, neg))
         elif child.dep_ == "acomp" and (age := years_old(child)):
             for s in subjects:  # "I'm 34 years old"
                 d.relate(s, neg + "has_age", d.entity(age, "Other"))
         elif child.dep_ == "acomp":
             for adj in spread([child]):
                 if adj.pos_ in ("NOUN", "PROPN") or names_a_value(subj_toks):
-                    attribute(d, adj, subj_toks, subjects, neg)  # a mislabelled attr
+                    attribute(d, adj, subj_toks, subjects, polarity(adj, neg))  # a mislabelled attr
                 else:
-                    adjective(d, adj, subjects, neg)
+                    adjective(d, adj, subjects, polarity(adj, neg))
         elif child.dep_ == "prep":
             word = child.lower_
             for obj_tok in spread([c for c in child.children if c.dep_ == "pobj"]):

@@ -365,6 +365,30 @@ def negated(tok: Any) -> bool:
     return any(c.dep_ == "neg" and c.i < tok.i for c in tok.children)
 
 
+def asserted_instead(tok: Any) -> bool:
+    """What a denial puts in place of what it denies: "not vegan but vegetarian", "isn't a
+    doctor but a nurse", "don't drink coffee but tea" (a coordinated word after "but"), "I'm
+    not vegan, just vegetarian" (after "just", "only", "rather", "instead"). Said, not denied."""
+    if tok.dep_ == "conj" and any(
+        c.dep_ == "cc" and c.lower_ == "but" and tok.head.i < c.i < tok.i
+        for c in (*tok.head.children, *tok.children)
+    ):
+        return True
+    return any(
+        c.dep_ in ("advmod", "cc", "preconj") and c.lower_ in INSTEAD_WORDS and c.i < tok.i
+        for c in tok.children
+    )
+
+
+INSTEAD_WORDS = frozenset({"but", "just", "only", "rather", "instead"})
+
+
+def polarity(tok: Any, neg: str) -> str:
+    """The polarity of a complement ``tok`` of a clause of polarity ``neg`` ("not_" or ""): a
+    denied clause's complement that the sentence puts in place of the denied one is said."""
+    return "" if neg and asserted_instead(tok) else neg
+
+
 def set_against(tok: Any) -> bool:
     """An apposition that contrasts with its head, not names it: "..., not npm", "...,
     only Linux" (whatever the "not" or "only" hangs on)."""

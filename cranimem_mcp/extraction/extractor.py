@@ -42,7 +42,7 @@ from cranimem_mcp.extraction.copulas import (
     noun_facts,
     place_facts,
 )
-from cranimem_mcp.extraction.discourse import Discourse, spread
+from cranimem_mcp.extraction.discourse import Discourse, polarity, spread
 from cranimem_mcp.extraction.lexicon import (
     DATE,
     ENT_TYPES,
@@ -164,8 +164,12 @@ def clause(d: Discourse, verb: Any) -> None:
     passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children) or (
         verb.tag_ == "VBN" and any(c.dep_ == "agent" for c in verb.children)
     )  # "directed by X and produced by Y": the second verb has only its agent
-    if any(c.dep_ == "preconj" and c.lower_ == "neither" for t in verb.subtree for c in t.children):
-        neg = "not_"  # "eats neither beef nor pork"
+    if any(
+        c.dep_ in ("preconj", "det") and c.lower_ == "neither"
+        for t in verb.subtree
+        for c in t.children
+    ):
+        neg = "not_"  # "eats neither beef nor pork", "Neither Ana nor Tom likes sushi"
     if lemma == "be":
         copula(d, verb, subjects, neg)
         return
@@ -195,7 +199,7 @@ def clause(d: Discourse, verb: Any) -> None:
             against = contrast is not None and child.i > contrast.i  # "..., not Docker"
             said = ("" if neg else "not_") if against else neg
             for obj_tok in spread([child]):
-                direct(d, verb, lemma, subjects, obj_tok, said)
+                direct(d, verb, lemma, subjects, obj_tok, polarity(obj_tok, said))
         elif child.dep_ == "prep" and has_object and child.lower_ == "for":
             # a purpose ("uses Linear for issue tracking"), not a fact; but "Obsidian
             # for notes and Todoist for tasks" holds a second object
