@@ -117,6 +117,15 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
          {("Ana", "not_is_a", "doctor"), ("Ana", "is_a", "nurse")}),
         ("We don't use Jenkins but GitHub Actions.",
          {("User", "not_uses", "Jenkins"), ("User", "uses", "GitHub Actions")}),
+        # "no" before an object denies it (each was owns)
+        ("I have no pets.", {("User", "not_owns", "pets")}),
+        ("Tom has no car.", {("Tom", "not_owns", "car")}),
+        ("I have no car but a bike.", {("User", "not_owns", "car"), ("User", "owns", "bike")}),
+        # a condition is no event (it was (email, owns, plus sign)); "when" in the past is
+        ("Login fails when the email has a plus sign.", set()),
+        ("When I lived in Paris, I worked at Renault.",
+         {("User", "lives_in", "Paris"), ("User", "works_at", "Renault")}),
+        ("When Ana travels, she uses Airbnb.", {("Ana", "uses", "Airbnb")}),
         # "neither" before the subject denies (it was likes, twice)
         ("Neither Ana nor Tom likes sushi.",
          {("Ana", "not_likes", "sushi"), ("Tom", "not_likes", "sushi")}),

@@ -384,9 +384,22 @@ INSTEAD_WORDS = frozenset({"but", "just", "only", "rather", "instead"})
 
 
 def polarity(tok: Any, neg: str) -> str:
-    """The polarity of a complement ``tok`` of a clause of polarity ``neg`` ("not_" or ""): a
-    denied clause's complement that the sentence puts in place of the denied one is said."""
-    return "" if neg and asserted_instead(tok) else neg
+    """The polarity of a complement ``tok`` of a clause of polarity ``neg`` ("not_" or ""):
+    "no" before it denies it ("I have no pets", "no cats or dogs"); a denied clause's
+    complement that the sentence puts in place of the denied one is said ("not vegan, just
+    vegetarian", "no car but a bike")."""
+    denied = neg or ("not_" if _after_no(tok) else "")
+    return "" if denied and asserted_instead(tok) else denied
+
+
+def _after_no(tok: Any) -> bool:
+    """``tok``, or the word it is coordinated with, has the determiner "no"."""
+    while True:
+        if any(c.dep_ == "det" and c.lower_ == "no" for c in tok.children):
+            return True
+        if tok.dep_ != "conj" or tok.head.i == tok.i:
+            return False
+        tok = tok.head
 
 
 def set_against(tok: Any) -> bool:

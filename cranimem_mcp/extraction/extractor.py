@@ -61,6 +61,7 @@ from cranimem_mcp.extraction.lexicon import (
 )
 from cranimem_mcp.extraction.verb_frames import (
     direct,
+    generic_condition,
     irrealis,
     participle,
     preposition,
@@ -139,6 +140,9 @@ def clause(d: Discourse, verb: Any) -> None:
     """A verb's clause, handed to the reader of its kind: a copula, a participle, a verb
     frame; nothing for a wish or a plan."""
     if irrealis(verb):
+        if generic_condition(verb):  # "When Ana travels, she ...": who "she" is
+            for t in subjects_of(verb):
+                d.ref(t)
         return
     toks = copula_subjects(verb) if verb_lemma(verb) == "be" else subjects_of(verb)
     subjects = [s for s in (d.ref(t) for t in toks if not is_time(t)) if s]

@@ -63,11 +63,22 @@ def irrealis(verb: Any) -> bool:
             return True
         if any(c.dep_ == "mark" and c.lower_ in ("if", "unless", "whether") for c in t.children):
             return True
+        if t.dep_ == "advcl" and generic_condition(t):
+            return True
         if t.dep_ == "ccomp" and t.head.i != t.i:  # "I hope we move" / "you should know X"
             return t.head.lemma_.lower() in IRREALIS
         if t.dep_ not in ("xcomp", "conj") or t.head.i == t.i:
             return False
         t = t.head
+
+
+def generic_condition(verb: Any) -> bool:
+    """A clause of "whenever", or of "when" in the present tense: a condition, not an event
+    ("login fails when the email has a plus sign"). "When I lived in Paris" happened."""
+    words = {c.lower_ for c in verb.children if c.dep_ in ("mark", "advmod")}
+    if "whenever" in words:
+        return True
+    return "when" in words and verb.tag_ in ("VBZ", "VBP")
 
 
 def contrasts(obj_tok: Any) -> list[Any]:
