@@ -136,6 +136,28 @@ NEGATIONS = {
         [("user", "drink", "tea"), ("user", "not_drink", "coffee")],
         [("user", "not_drink", "tea")],
     ),
+    "Tom has no car.": ([("tom", "not_owns", "car")], [("tom", "owns", "car")]),  # was owns
+    "Priya is not a contractor but a full-time engineer.": (
+        [("priya", "not_is_a", "contractor"), ("priya", "is_a", "full-time engineer")],
+        [("priya", "not_is_a", "full-time engineer")],  # was: both denied
+    ),
+    "Neither Lena nor Omar likes sushi.": (
+        [("lena", "not_likes", "sushi"), ("omar", "not_likes", "sushi")],
+        [("lena", "likes", "sushi"), ("omar", "likes", "sushi")],  # was: both liked
+    ),
+    "Bug: login fails when the email has a plus sign.": (
+        [],
+        [("email", "owns", "plus sign")],  # a condition, not an event
+    ),
+    # labels before a dash, or in capitals without a colon, are no part of a name
+    "Note - Sam's daughter Mia is 7.": (
+        [("sam", "has_daughter", "mia"), ("mia", "has_age", "7")],
+        [("note - sam", "has_daughter", "mia")],
+    ),
+    "TODO Kai owns the billing migration.": (
+        [("kai", "owns", "billing migration")],
+        [("todo kai", "owns", "billing migration")],
+    ),
 }
 
 

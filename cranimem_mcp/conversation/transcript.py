@@ -33,6 +33,25 @@ _LABEL = re.compile(
 )
 
 
+# A note's label before a dash ("Note - Tom's daughter Mia is 7", "Decision – we use pnpm"),
+# or an upper-case one before a space ("TODO Ana owns the migration", "FYI the build ..."):
+# only words notes are labelled with (a name before a dash is a sentence's subject: "Tom -
+# the new hire - starts Monday").
+_LABEL_WORDS = (
+    "note|notes|note to self|todo|to-do|to do|fixme|reminder|decision|update|important|fyi|"
+    "nb|ps|psa|idea|lesson|lesson learned|context|caveat|warning|tip|status|blocker|fact|"
+    "event|summary|background|convention|preference|rule|bug|fix|heads up|follow-up|"
+    "follow up|action item|question|answer"
+)
+_DASH_LABEL = re.compile(
+    rf"^\s*(?:\[[^\]\n]{{1,80}}\]\s*)?(?:{_LABEL_WORDS})\s+[-–—]+\s+", re.IGNORECASE
+)
+_CAPS_LABEL = re.compile(
+    r"^\s*(?:\[[^\]\n]{1,80}\]\s*)?(?:TODO|FIXME|FYI|NB|PS|PSA|NOTE|IMPORTANT|UPDATE|WARNING"
+    r"|REMINDER|DECISION)[,.]?\s+(?=\S)"
+)
+
+
 def speaker(content: str) -> str | None:
     """The speaker of a turn (a dated stamp, then a name before a colon), or None for any
     other text: a labelled note, a title, a sentence. Not cached: it is asked once per memory
@@ -47,11 +66,11 @@ def speaker(content: str) -> str | None:
 def utterance(content: str) -> tuple[str | None, str]:
     """Who says ``content`` (a turn's speaker, or None: the user) and what is said: the text
     without its stamp and its speaker, or without its label ("Decision: we use pnpm" -> "we
-    use pnpm")."""
+    use pnpm"; "Note - ...", "TODO ...")."""
     m = _TURN.match(content)
     if m is not None and observed_at(m.group(1)) is not None:
         return m.group(2), content[m.end() :].lstrip()
-    m = _LABEL.match(content)
+    m = _LABEL.match(content) or _DASH_LABEL.match(content) or _CAPS_LABEL.match(content)
     return None, content[m.end() :] if m else content
 
 

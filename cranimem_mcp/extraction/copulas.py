@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cranimem_mcp.extraction.discourse import Discourse, polarity, spread
+from cranimem_mcp.extraction.discourse import Discourse, acronym, polarity, spread
 from cranimem_mcp.extraction.lexicon import (
     GROUPS,
     IDENTITY_ADJ,
@@ -284,9 +284,10 @@ def _with_misread(noun: Any) -> list[Any]:
 
 
 def _a_role(tok: Any) -> bool:
-    """A common noun with "the" and no owner ("the tech lead", "the project's owner" not)."""
+    """A common noun with "the" and no owner ("the tech lead", "the staging DB"; "the
+    project's owner" not)."""
     return (
-        tok.pos_ == "NOUN"
+        (tok.pos_ == "NOUN" or (acronym(tok) and any(c.dep_ == "compound" for c in tok.children)))
         and any(c.dep_ == "det" and c.lower_ == "the" for c in tok.children)
         and not any(c.dep_ == "poss" for c in tok.children)
     )

@@ -34,6 +34,11 @@ from cranimem_mcp.models import Entity, Relation
 from cranimem_mcp.naming import canonical_name
 
 
+def acronym(tok: Any) -> bool:
+    """An upper-case word of two to five letters ("DB", "API", "CLI")."""
+    return 2 <= len(tok.text) <= 5 and tok.text.isalpha() and tok.text.isupper()
+
+
 def spread(tokens: list[Any]) -> list[Any]:
     """A token and its coordinated siblings ("Ana and Tom", "Vienna and Budapest")."""
     out: list[Any] = []
@@ -142,7 +147,8 @@ class Discourse:
                 or is_time(child)
                 or child.pos_ == "NUM"
                 or is_kin_word(child.lower_)
-                or (tok.pos_ == "PROPN" and child.pos_ == "NOUN")  # "app Pebble": a label
+                or (tok.pos_ == "PROPN" and child.pos_ == "NOUN" and not acronym(tok))
+                # "app Pebble": a label; "staging DB", "billing API": one name
             ):
                 left = child.i
                 for grand in sorted(child.lefts, key=lambda t: -t.i):
