@@ -126,6 +126,8 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("When I lived in Paris, I worked at Renault.",
          {("User", "lives_in", "Paris"), ("User", "works_at", "Renault")}),
         ("When Ana travels, she uses Airbnb.", {("Ana", "uses", "Airbnb")}),
+        # an age one turned (the number read as the verb's object gave nothing)
+        ("I turned 35 today.", {("User", "has_age", "35")}),
         # an acronym's noun before it is part of its name (it was "DB is_a Postgres 15")
         ("The staging DB is Postgres 15.", {("Postgres 15", "is_a", "staging DB")}),
         ("Our prod DB runs Postgres 16.", {("prod DB", "run", "Postgres 16")}),

@@ -195,7 +195,10 @@ def clause(d: Discourse, verb: Any) -> None:
                     d.relate(s, neg + "works_at", d.ref(place))
         return
     for child in verb.children:
-        if (
+        if child.dep_ in ("npadvmod", "dobj") and child.like_num and lemma == "turn":
+            for s in subjects:  # "Ava just turned 6", "I turned 35 today"
+                d.relate(s, neg + "has_age", d.entity(child.text, "Other"))
+        elif (
             child.dep_ in ("dobj", "attr", "oprd")
             or (child.dep_ == "xcomp" and child.pos_ == "NOUN")
             or (not has_object and bare_object(verb, lemma, child))
@@ -234,9 +237,6 @@ def clause(d: Discourse, verb: Any) -> None:
         elif child.dep_ == "acomp":
             for adj in spread([child]):
                 adjective(d, adj, subjects, neg)
-        elif child.dep_ in ("npadvmod", "dobj") and child.like_num and lemma == "turn":
-            for s in subjects:  # "Ava just turned 6"
-                d.relate(s, "has_age", d.entity(child.text, "Other"))
 
 
 def contrasted(verb: Any) -> Any | None:
