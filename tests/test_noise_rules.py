@@ -56,6 +56,11 @@ DURABLE = [
     "Done with my thesis at last, I defend on May 3.",
     "Reading is my favourite way to unwind.",
     "Use tabs, not spaces, in this codebase.",
+    # a request about a kind of thing, then how: a standing instruction (the first was
+    # rejected as a one-off request)
+    "Explain code changes with a short diff summary.",
+    "Summarize long threads as bullet points.",
+    "Write commit messages in the imperative mood.",
     "Keep answers short, I read these on my phone.",
     "I couldn't find a flat in Lyon, so I moved to Grenoble.",
     "User wants to learn Japanese before the trip to Osaka.",
@@ -85,6 +90,8 @@ NOISE = {
     "[8 May, 2023] Ann: Thanks so much, really helpful!": "pleasantry",
     "Where do I live?": "question",
     "Tell me a joke.": "request",
+    "Suggest restaurants in Lisbon for tonight.": "request",
+    "Explain the difference between TCP and UDP.": "request",
     "Can you help me write a Python function to sort a list?": "question",
     "Please help me write my essay about the war.": "request",
     "Use bullet points for this answer.": "request",

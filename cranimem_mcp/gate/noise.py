@@ -113,6 +113,21 @@ _REQUEST = re.compile(
     r"write (?:a|an|me)|explain|rename|make this|make it)\b",
     re.IGNORECASE,
 )
+# A request about a kind of thing rather than a thing at hand is a standing instruction:
+# "Explain code changes with a short diff summary.", "Summarize long threads as bullet
+# points.", "Write commit messages in the imperative mood." - the verb's object a bare plural
+# (no article, number, "this" or "me"), then how to do it. "Explain the difference ...",
+# "Find me a flight ...", "Give me three name ideas ..." stay one-off requests.
+_STANDING = re.compile(
+    r"^(?:please\s+)?(?:explain|summari[sz]e|translate|list|suggest|recommend|write|draft|"
+    r"generate|convert|rephrase|reword|proofread)\s+"
+    r"(?!(?:a|an|the|this|that|these|those|my|our|your|his|her|their|its|me|us|it|them|some|"
+    r"any|one|two|three|four|five|how|what|why|when|where|who|which|whether|if)\b)"
+    r"(?:[\w-]+\s+){0,2}[\w-]*[a-z]s\s+"
+    r"(?:with|as|in|using|first|inline|at the (?:end|top)|before|after|by default|when|"
+    r"whenever|without)\b",
+    re.IGNORECASE,
+)
 # An instruction for this once ("Use bullet points for this answer.", "Leave the appendix out
 # this time."): an imperative with a marker of the one occasion.
 _ONCE = re.compile(
@@ -375,6 +390,7 @@ def noise(text: str) -> Noise | None:
         (_REQUEST.match(stripped) or _ONCE.match(stripped))
         and len(sentences) <= 2
         and not (_first_person_fact(stripped))
+        and not _standing(stripped)
     ):
         return Noise("request", "a one-off request to the assistant")
     if _THIS_ONCE.search(stripped) and len(words) <= 30 and not _first_person_fact(stripped):
@@ -491,6 +507,19 @@ def _asked(sentences: list[str]) -> str | None:
 
 _FIRST_PERSON_FACT = re.compile(
     r"\b(?:i am|i'm|i have|i've got|we are|we're|we use|my \w+(?: \w+)? (?:is|are|was))\b",
+    re.IGNORECASE,
+)
+
+
+def _standing(text: str) -> bool:
+    """A request about a kind of thing, for every time (:data:`_STANDING`), not for one
+    occasion ("... for tonight", "... this time")."""
+    return bool(_STANDING.match(text)) and not (_ONCE.match(text) or _OCCASION.search(text))
+
+
+_OCCASION = re.compile(
+    r"\b(?:tonight|today|tomorrow|right now|now|this (?:morning|afternoon|evening|week|weekend|"
+    r"time|once))\b",
     re.IGNORECASE,
 )
 
