@@ -124,7 +124,7 @@ _STANDING = re.compile(
     r"(?!(?:a|an|the|this|that|these|those|my|our|your|his|her|their|its|me|us|it|them|some|"
     r"any|one|two|three|four|five|how|what|why|when|where|who|which|whether|if)\b)"
     r"(?:[\w-]+\s+){0,2}[\w-]*[a-z]s\s+"
-    r"(?:with|as|in|using|first|inline|at the (?:end|top)|before|after|by default|when|"
+    r"(?:with|as|in|into|using|first|inline|at the (?:end|top)|before|after|by default|when|"
     r"whenever|without)\b",
     re.IGNORECASE,
 )
@@ -514,7 +514,23 @@ _FIRST_PERSON_FACT = re.compile(
 def _standing(text: str) -> bool:
     """A request about a kind of thing, for every time (:data:`_STANDING`), not for one
     occasion ("... for tonight", "... this time")."""
-    return bool(_STANDING.match(text)) and not (_ONCE.match(text) or _OCCASION.search(text))
+    if _ONCE.match(text) or _OCCASION.search(text) or _AT_HAND.search(text):
+        return False
+    return bool(_STANDING.match(text) or _HABITUAL.search(text))
+
+
+# A thing at hand: "this report", "the attached PDF", "the text below".
+_AT_HAND = re.compile(r"\b(?:this|these|that|those|attached|below|above|here)\b", re.IGNORECASE)
+# What makes a request one for every time: "when I ask for flights", "when a dependency has a
+# known CVE", "at the end of each answer", "before making changes", "first, then details".
+# Not "when you" ("Tell me when you're done" is for this once).
+_HABITUAL = re.compile(
+    r"\b(?:whenever|when (?:i|we|a|an|there|someone|anyone)\b|every (?:time|answer|reply|"
+    r"response|message|day|week|morning|evening)|each (?:answer|reply|response|message|time|"
+    r"day|week)|before (?:making|changing|committing|pushing|deleting|sending|merging|"
+    r"running|adding)|by default|from now on|going forward|in (?:the )?future|first,? then)\b",
+    re.IGNORECASE,
+)
 
 
 _OCCASION = re.compile(
