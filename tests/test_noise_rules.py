@@ -66,6 +66,9 @@ DURABLE = [
     "Tell me when a dependency has a known CVE.",
     "List the commands you ran at the end of each answer.",
     "Show me the plan before making changes.",
+    # what a look found, after the look: a fact, whoever looked (both were narration)
+    "I reviewed the contract; the notice period is 60 days.",
+    "I checked the config: the request timeout is 30 seconds.",
     "Keep answers short, I read these on my phone.",
     "I couldn't find a flat in Lyon, so I moved to Grenoble.",
     "User wants to learn Japanese before the trip to Osaka.",
@@ -98,6 +101,8 @@ NOISE = {
     "Suggest restaurants in Lisbon for tonight.": "request",
     "Explain the difference between TCP and UDP.": "request",
     "Tell me when you're done.": "request",
+    "I checked the logs; nothing unusual.": "narration",
+    "I searched the docs; let me know if you want links.": "narration",
     "Give me a summary first, then the details of this report.": "request",
     "Can you help me write a Python function to sort a list?": "question",
     "Please help me write my essay about the war.": "request",

@@ -402,7 +402,7 @@ def noise(text: str) -> Noise | None:
         and not _first_person_fact(stripped)
     ):
         return Noise("request", "a one-off request about the text at hand")
-    if _NARRATION.match(stripped) and len(words) <= 30:
+    if _NARRATION.match(stripped) and len(words) <= 30 and not _finding(stripped):
         return Noise("narration", "the assistant narrating its own work")
     if _REPORT.match(stripped) and len(words) <= 30:
         return Noise("narration", "the assistant reporting its own work")
@@ -507,6 +507,30 @@ def _asked(sentences: list[str]) -> str | None:
 
 _FIRST_PERSON_FACT = re.compile(
     r"\b(?:i am|i'm|i have|i've got|we are|we're|we use|my \w+(?: \w+)? (?:is|are|was))\b",
+    re.IGNORECASE,
+)
+
+
+def _finding(text: str) -> bool:
+    """What a look found, after the look ("I reviewed the contract; the notice period is 60
+    days.", "I checked the config: the timeout is 30 s."): a fact said by whoever looked, kept.
+    Not what comes next ("...; let me know if ...", "...: here are the options")."""
+    m = _LOOKED.match(text)
+    if m is None:
+        return False
+    rest = text[m.end() :].strip()
+    return len(rest.split()) >= 4 and not _NEXT.match(rest)
+
+
+# A look and a clause after it: "I checked the logs; ...", "I've reviewed the contract: ...".
+_LOOKED = re.compile(
+    r"^(?:i|i'?ve|i have) (?:just )?(?:checked|searched|looked (?:up|into|through|at)|scanned|"
+    r"reviewed|read|went through|gone through)\b[^:;—]*[:;—]",
+    re.IGNORECASE,
+)
+_NEXT = re.compile(
+    r"(?:let me|let's|here(?:'s| is| are)|have a look|this (?:may|might|will) take|shall i|"
+    r"should i|do you|would you|want me|i'?ll|nothing|no (?:results|issues|problems))\b",
     re.IGNORECASE,
 )
 
