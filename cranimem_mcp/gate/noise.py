@@ -15,9 +15,12 @@ The rules, each a whole-text judgement (a greeting followed by a fact is a fact)
 - **question**: one question and nothing else ("Where do I live?", "How do I stop a
   container?"): it asks, it states nothing;
 - **request**: a one-off request to the assistant ("Tell me a joke.", "Can you help me write
-  a function?");
+  a function?"); not one for every time ("Find the cheapest option when I ask for
+  flights.") or about a kind of thing ("Explain code changes with a short diff summary."):
+  those are standing instructions;
 - **narration**: the assistant narrating its own work ("Let me check the logs.", "Scanning
-  the repo for uses of the old API.");
+  the repo for uses of the old API."); not what a look found, said after it ("I checked the
+  config: the timeout is 30 seconds.");
 - **status**: a status of the moment, the user's or a tool's ("I just woke up", "The tests
   are still running on CI.", "In a meeting, back in 20.");
 - **tool output**: lines a command printed (a directory listing, a log, grep hits, a
