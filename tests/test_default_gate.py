@@ -71,6 +71,21 @@ async def test_health_and_safety_facts_are_never_rejected(open_engine):
             assert result.status == "stored", (item["text"], result.reason)
 
 
+async def test_a_health_fact_outlasts_replay_however_short(open_engine):
+    # "Lactose intolerant." was kept at the gate, tagged at the tagger's low importance for a
+    # short calm text, and trashed by the next consolidation beside ordinary notes.
+    health = [i["text"] for i in TEST_PART if i["category"] == "health_safety"]
+    async with open_engine() as engine:
+        short = await engine.remember("Lactose intolerant.")
+        assert short.gate == "durable" and short.utility.importance == 1.0, short
+        kept = [short.id] + [(await engine.remember(text)).id for text in health]
+        for n in range(30):
+            await engine.remember(f"Picked up the dry cleaning on errand run {n}.")
+        await engine.consolidate("default")
+        rows = await engine.episodic.get(kept)
+        assert {r.content: r.tier for r in rows if r.tier == "trash"} == {}
+
+
 async def test_the_issue_reports_cases_are_kept_and_pleasantries_dropped(open_engine):
     """The writes a new user's assistant made on the first day (issue 13)."""
     kept = [
