@@ -539,8 +539,9 @@ _NEXT = re.compile(
 
 
 def _standing(text: str) -> bool:
-    """A request about a kind of thing, for every time (:data:`_STANDING`), not for one
-    occasion ("... for tonight", "... this time")."""
+    """A standing instruction, though it opens like a request: about a kind of thing
+    (:data:`_STANDING`) or for every time (:data:`_HABITUAL`); not one about a thing at hand
+    ("this report", "the attached") or for one occasion ("... for tonight", "... this time")."""
     if _ONCE.match(text) or _OCCASION.search(text) or _AT_HAND.search(text):
         return False
     return bool(_STANDING.match(text) or _HABITUAL.search(text))
@@ -558,8 +559,7 @@ _HABITUAL = re.compile(
     r"running|adding)|by default|from now on|going forward|in (?:the )?future|first,? then)\b",
     re.IGNORECASE,
 )
-
-
+# One occasion: "for tonight", "this time".
 _OCCASION = re.compile(
     r"\b(?:tonight|today|tomorrow|right now|now|this (?:morning|afternoon|evening|week|weekend|"
     r"time|once))\b",
