@@ -298,10 +298,11 @@ class Intake:
         # Surprise is novelty: 1 - the closest stored memory's similarity (paper B.1).
         tagging = await self.tagger.tag(content, goal, 1.0 - max(0.0, nearest))
         u = tagging.utility
-        if pin or decision.kind == "health":
-            # The user asked for it, or a health or safety fact about a person (the gate keeps
-            # it whatever the rules say): top importance (paper B.1's importance signal), so
-            # replay does not trash it for being short ("Lactose intolerant." was trashed).
+        if pin or decision.kind in ("health", "standing"):
+            # The user asked for it, a health or safety fact about a person (the gate keeps it
+            # whatever the rules say), or a standing instruction: top importance (paper B.1's
+            # importance signal), so replay does not trash it for being short or plain
+            # ("Lactose intolerant.", "Explain code changes with a short diff summary.").
             tagging = tagging.model_copy(update={"utility": Utility.of(1.0, u.surprise, u.emotion)})
         elif decision.durability is not None and decision.kind in ("fact", "doubtful"):
             tagging = tagging.model_copy(update={"utility": Utility.of(

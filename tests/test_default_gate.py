@@ -86,6 +86,21 @@ async def test_a_health_fact_outlasts_replay_however_short(open_engine):
         assert {r.content: r.tier for r in rows if r.tier == "trash"} == {}
 
 
+async def test_a_standing_instruction_that_opens_like_a_request_is_kept_as_lasting(open_engine):
+    # The classifier, trained on one-off requests, gives these P near 0: kept as doubtful at
+    # low importance, replay trashed "Explain code changes ..." beside similar notes.
+    async with open_engine() as engine:
+        for text in (
+            "Explain code changes with a short diff summary.",
+            "Find the cheapest option when I ask for flights.",
+        ):
+            result = await engine.remember(text)
+            assert result.status == "stored" and "standing instruction" in result.reason, result
+            assert result.utility.importance == 1.0, result
+        one_off = await engine.remember("Translate this paragraph into German.")
+        assert one_off.status == "rejected"
+
+
 async def test_the_issue_reports_cases_are_kept_and_pleasantries_dropped(open_engine):
     """The writes a new user's assistant made on the first day (issue 13)."""
     kept = [

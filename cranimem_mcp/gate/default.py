@@ -6,7 +6,9 @@ how durable it looks: a write below its threshold is kept as *doubtful*, at low 
 and replay decides (paper B.3). The classifier never rejects: on writes from other projects
 it lost a third of the project facts ("The build uses Node 20": p 0.01). A model's second
 look is for goal scopes (:class:`~cranimem_mcp.gate.goal.GoalGate`). Health and safety facts
-about a person are always kept.
+about a person are always kept; they and standing instructions that open like a request
+("Find the cheapest option when I ask for flights.") are kept as lasting (top importance:
+the classifier, trained on one-off requests, gives the latter P near 0).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from cranimem_mcp.gate.goal import INSIST, GateDecision
 from cranimem_mcp.gate.judgment import Durability, DurableClassifier
-from cranimem_mcp.gate.noise import noise
+from cranimem_mcp.gate.noise import noise, standing_instruction
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,11 @@ def judged(content: str, relevance: float, d: Durability) -> GateDecision:
         return GateDecision(
             False, relevance, tau, "noise", "noise",
             f"rejected as {found.why} (rule: {found.rule})." + INSIST, p,
+        )  # fmt: skip
+    if standing_instruction(content):
+        return GateDecision(
+            True, relevance, tau, "durable", "standing",
+            "a standing instruction, for every time: kept as lasting", p,
         )  # fmt: skip
     if p >= tau:
         return GateDecision(

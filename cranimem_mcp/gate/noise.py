@@ -538,6 +538,14 @@ _NEXT = re.compile(
 )
 
 
+def standing_instruction(text: str) -> bool:
+    """A standing instruction that opens like a one-off request ("Find the cheapest option
+    when I ask for flights.", "Explain code changes with a short diff summary."): the request
+    rule lets it through, and the default gate keeps it as lasting."""
+    stripped = text.strip()
+    return bool(_REQUEST.match(stripped) or _ONCE.match(stripped)) and _standing(stripped)
+
+
 def _standing(text: str) -> bool:
     """A standing instruction, though it opens like a request: about a kind of thing
     (:data:`_STANDING`) or for every time (:data:`_HABITUAL`); not one about a thing at hand
