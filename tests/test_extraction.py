@@ -131,6 +131,9 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         # an acronym's noun before it is part of its name (it was "DB is_a Postgres 15")
         ("The staging DB is Postgres 15.", {("Postgres 15", "is_a", "staging DB")}),
         ("Our prod DB runs Postgres 16.", {("prod DB", "run", "Postgres 16")}),
+        # "none of" and "no idea" name nothing (they gave (None, eat, meat), (User, owns, idea))
+        ("None of my kids eat meat.", set()),
+        ("I have no idea what Kafka is.", set()),
         # "neither" before the subject denies (it was likes, twice)
         ("Neither Ana nor Tom likes sushi.",
          {("Ana", "not_likes", "sushi"), ("Tom", "not_likes", "sushi")}),

@@ -176,7 +176,7 @@ PAST_AS_ADJ = {"preferred": "prefer", "liked": "like", "loved": "love", "hated":
 NOT_THINGS = frozenset(
     (
         "time day week month year moment way lot thing something anything everything nothing one "
-        "bit kind"
+        "bit kind none nobody idea clue"
     ).split()
 )
 ENT_TYPES = {
