@@ -134,6 +134,9 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         # "none of" and "no idea" name nothing (they gave (None, eat, meat), (User, owns, idea))
         ("None of my kids eat meat.", set()),
         ("I have no idea what Kafka is.", set()),
+        # what one seldom does is neither done nor denied (it was (User, drink, alcohol))
+        ("I rarely drink alcohol.", set()),
+        ("I hardly ever eat meat.", set()),
         # "neither" before the subject denies (it was likes, twice)
         ("Neither Ana nor Tom likes sushi.",
          {("Ana", "not_likes", "sushi"), ("Tom", "not_likes", "sushi")}),

@@ -98,6 +98,7 @@ _CHANGE = re.compile(
     re.IGNORECASE,
 )
 CHANGES_END = frozenset({"prefers"})
+SELDOM = frozenset({"rarely", "seldom", "hardly", "barely", "scarcely"})
 
 
 def sentence(d: Discourse, sent: Any) -> None:
@@ -144,6 +145,13 @@ def clause(d: Discourse, verb: Any) -> None:
             for t in subjects_of(verb):
                 d.ref(t)
         return
+    if any(
+        t.dep_ == "advmod" and t.lower_ in SELDOM
+        for c in verb.children
+        if c.dep_ == "advmod"
+        for t in (c, *c.children)
+    ):
+        return  # "I rarely drink alcohol", "hardly ever": neither "drinks" nor "never drinks"
     toks = copula_subjects(verb) if verb_lemma(verb) == "be" else subjects_of(verb)
     subjects = [s for s in (d.ref(t) for t in toks if not is_time(t)) if s]
     if verb.lemma_.lower() in ("call", "name") and not passive_marked(verb):
