@@ -93,6 +93,7 @@ async def test_a_standing_instruction_that_opens_like_a_request_is_kept_as_lasti
         for text in (
             "Explain code changes with a short diff summary.",
             "Find the cheapest option when I ask for flights.",
+            "Rule: Explain code changes with a short diff summary.",  # a label, as noise reads
         ):
             result = await engine.remember(text)
             assert result.status == "stored" and "standing instruction" in result.reason, result

@@ -541,8 +541,9 @@ _NEXT = re.compile(
 def standing_instruction(text: str) -> bool:
     """A standing instruction that opens like a one-off request ("Find the cheapest option
     when I ask for flights.", "Explain code changes with a short diff summary."): the request
-    rule lets it through, and the default gate keeps it as lasting."""
-    stripped = text.strip()
+    rule lets it through, and the default gate keeps it as lasting. Read as :func:`noise`
+    reads a text: without a stamp, speaker or label ("Rule: Explain code changes ...")."""
+    stripped = _SAID.sub("", text.strip(), count=1).strip()
     return bool(_REQUEST.match(stripped) or _ONCE.match(stripped)) and _standing(stripped)
 
 
