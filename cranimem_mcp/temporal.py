@@ -108,6 +108,11 @@ def supersession(
     return ends
 
 
+# Roles one thing holds at a time ("The tech lead is Priya": (Priya, is_the, tech lead)): a new
+# holder ends the old one's fact, as a new value ends a single-valued relation's old value.
+ONE_HOLDER = frozenset({"is_the"})
+
+
 # A departure from a thing ("I switched from vim", "we migrated from Postgres", "I left
 # Hooli") ends what its subject had with that thing ("uses vim", "works at Hooli"): these are
 # the predicates the extractor gives such verbs. A change of tool or place ends any fact with

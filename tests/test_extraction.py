@@ -68,8 +68,30 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("Our new team lead is Kenji.", {("User", "has_team_lead", "Kenji")}),
         # ... and with "not", "team" under "lead" under "is": it was (lead, not_is_a, Kenji).
         ("Our team lead is not Kenji.", {("User", "not_has_team_lead", "Kenji")}),
-        # "The X is Name": the name is the X (it was "tech lead is_a Priya").
-        ("The tech lead is Priya.", {("Priya", "is_a", "tech lead")}),
+        # "The X is Name": the name is the X (it was "tech lead is_a Priya"), the role's one
+        # holder at a time (is_the: a new one ends it); "now" left "Postgres" a common noun,
+        # and the fact went the other way round ("staging database is_a Postgres 16").
+        ("The tech lead is Priya.", {("Priya", "is_the", "tech lead")}),
+        ("Omar is now the tech lead.", {("Omar", "is_the", "tech lead")}),
+        ("The staging database is now Postgres 16.",
+         {("Postgres 16", "is_the", "staging database")}),
+        # a role relative to something, a rank, or a former one: a class, many holders
+        ("Paris is the capital of France.", {("Paris", "is_a", "capital")}),
+        ("Lyon is the largest city in the region.", {("Lyon", "is_a", "largest city")}),
+        ("Omar is the first engineer we hired.", {("Omar", "is_a", "engineer")}),
+        # a definite thing's amount: its one value (it was "limit is_a requests", "batch
+        # size has_age 64"); a name's version number is part of the name
+        ("The API rate limit is 100 requests per minute.",
+         {("API rate limit", "has_value", "100 requests per minute")}),
+        ("The batch size is 64.", {("batch size", "has_value", "64")}),
+        ("The max upload size is 25 MB.", {("max upload size", "has_value", "25 MB")}),
+        ("The patient is 64.", {("patient", "has_age", "64")}),
+        ("The build server is Jenkins 2.", {("Jenkins 2", "is_the", "build server")}),
+        # a favourite is one at a time, per kind (it was "likes": never ended)
+        ("My favourite band is Wilco.", {("User", "has_favorite_band", "Wilco")}),
+        ("My favorite TV show is Severance.", {("User", "has_favorite_tv_show", "Severance")}),
+        ("My favourite bands are Wilco and Low.",
+         {("User", "likes", "Wilco"), ("User", "likes", "Low")}),
         ("User speaks Portuguese and German.",
          {("User", "speaks", "Portuguese"), ("User", "speaks", "German")}),
         ("The user works at Stripe as a backend engineer.",
@@ -129,7 +151,7 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         # an age one turned (the number read as the verb's object gave nothing)
         ("I turned 35 today.", {("User", "has_age", "35")}),
         # an acronym's noun before it is part of its name (it was "DB is_a Postgres 15")
-        ("The staging DB is Postgres 15.", {("Postgres 15", "is_a", "staging DB")}),
+        ("The staging DB is Postgres 15.", {("Postgres 15", "is_the", "staging DB")}),
         ("Our prod DB runs Postgres 16.", {("prod DB", "run", "Postgres 16")}),
         # "none of" and "no idea" name nothing (they gave (None, eat, meat), (User, owns, idea))
         ("None of my kids eat meat.", set()),

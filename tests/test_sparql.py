@@ -95,6 +95,9 @@ test_job_change_and_changed_preference = test_temporal.test_job_change_and_chang
 test_multi_valued_relations_supersede_nothing = (
     test_temporal.test_multi_valued_relations_supersede_nothing
 )
+test_a_role_has_one_holder_and_a_favourite_one_value = (
+    test_temporal.test_a_role_has_one_holder_and_a_favourite_one_value
+)
 test_forgetting_the_move_makes_the_old_home_current_again = (
     test_temporal.test_forgetting_the_move_makes_the_old_home_current_again
 )

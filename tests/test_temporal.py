@@ -109,6 +109,43 @@ async def test_a_denial_ends_the_fact_it_denies(open_engine, linked):
         assert ("User", "works_at", "Acme Robotics") in triples(result.facts)  # kept, ended
 
 
+@pytest.mark.parametrize("linked", [True, False], ids=["in the graph", "in the buffer"])
+async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, linked):
+    """ "The tech lead is Priya" then "Omar is now the tech lead": the role has a new holder
+    (it ended nothing: the fact is keyed on its object). A class ("a senior engineer") and a
+    relative role ("the capital of France") have many; a favourite band is one at a time,
+    a favourite food another thing; a rate limit has one value, a batch size its own."""
+    async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
+        for text in [
+            "The tech lead is Priya.",
+            "The staging database is Postgres 15.",
+            "Paris is the capital of France.",
+            "My favourite band is Wilco.",
+            "The rate limit is 100 requests a minute.",
+            "The batch size is 64.",
+        ]:
+            await engine.remember(text, goal=LIFE)
+        if linked:
+            await engine.consolidate()
+        lead = await engine.remember("Omar is now the tech lead.", goal=LIFE)
+        engineer = await engine.remember("Priya is a senior engineer.", goal=LIFE)
+        db = await engine.remember("The staging database is now Postgres 16.", goal=LIFE)
+        capital = await engine.remember("Berlin is the capital of Germany.", goal=LIFE)
+        band = await engine.remember("My favourite band is Radiohead these days.", goal=LIFE)
+        food = await engine.remember("My favourite food is ramen.", goal=LIFE)
+        limit = await engine.remember("The rate limit is now 500 requests a minute.", goal=LIFE)
+        assert triples(lead.superseded) == {("Priya", "is_the", "tech lead")}
+        assert triples(db.superseded) == {("Postgres 15", "is_the", "staging database")}
+        assert triples(band.superseded) == {("User", "has_favorite_band", "Wilco")}
+        assert triples(limit.superseded) == {("rate limit", "has_value", "100 requests a minute")}
+        assert [triples(r.superseded) for r in (engineer, capital, food)] == [set()] * 3
+        await engine.consolidate()
+        result = await engine.recall("Who is the tech lead?", paths=["graph"])
+        current = triples(result.facts, current_only=True)
+        assert ("Omar", "is_the", "tech lead") in current
+        assert ("Priya", "is_the", "tech lead") in triples(result.facts) - current  # kept, ended
+
+
 async def test_a_departure_ends_what_was_left_and_only_that(open_engine):
     """ "We migrated from Postgres" ends "uses Postgres" and "I moved from Leeds" ends the home
     there, not the birthplace; "I left Caroline a message" ends no friendship, and "I prefer

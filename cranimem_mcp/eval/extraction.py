@@ -54,6 +54,7 @@ _ALIASES = {
     "has_dad": "has_father",
     "has_boss": "has_manager",
     "is_an": "is_a",
+    "is_the": "is_a",  # the one holder of a role is one of its class
 }
 _SYMMETRIC = {"married_to", "has_spouse"}
 # (s, p, o) = (o, inverse, s)

@@ -24,6 +24,7 @@ from cranimem_mcp.extraction.lexicon import (
     is_kin_word,
     is_name,
     is_time,
+    is_time_word,
     kin_of,
 )
 from cranimem_mcp.extraction.verb_frames import allergy, participle, setting, subjects_of
@@ -114,6 +115,13 @@ def names_a_value(subj_toks: list[Any]) -> bool:
 def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
     """What "X is <attr>" says: an age, a relation to an owner ("my brother"), a value of a
     relation noun ("my employer"), a class (is_a) and the prepositions on it."""
+    if (amount := measure(attr)) and subj_toks and all(_a_measured(t) for t in subj_toks):
+        # "The API rate limit is 100 requests per minute", "The batch size is 64": the
+        # thing's one value at a time (it was "limit is_a requests", "batch size has_age 64")
+        for t in subj_toks:
+            thing = d.entity(d.phrase(t) or t.text, "Other")
+            d.relate(thing, neg + "has_value", d.entity(amount, "Other"), changed=not neg)
+        return
     if attr.text.isdigit() and int(attr.text) < 130 and not _a_thing(subj_toks):
         if any(c.dep_ == "mark" for c in attr.head.children) or attr.head.dep_ == "advcl":
             return  # "when I was 19"
@@ -160,9 +168,14 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
             c.dep_ == "advmod" and c.lower_ == "now" for c in attr.head.children
         )
         if mods & {"preferred", "favorite", "favourite"}:
-            pred = "prefers" if "preferred" in mods else "likes"
             obj = d.ref(attr) or d.entity(d.phrase(attr) or attr.text, "Other")
-            d.relate(d.ref(sowner), neg + pred, obj)
+            if "preferred" in mods or st.tag_ != "NN":
+                # "my preferred editor" (prefers); "my favourite bands are ..." (likes)
+                pred = "prefers" if "preferred" in mods else "likes"
+                d.relate(d.ref(sowner), neg + pred, obj)
+            else:  # "My favourite band is Wilco": one favourite band at a time
+                pred = f"has_favorite_{_role(st)}"
+                d.relate(d.ref(sowner), neg + pred, obj, changed=not neg)
             return
         if st.lemma_.lower() in JOB_NOUNS and sowner.pos_ == "PRON":
             # "My job title is data analyst", "My role is tech lead": one at a time
@@ -194,16 +207,20 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
     cls = d.phrase(attr)
     if low in ("member", "part", "fan", "one", "kind", "type") or owner is not None:
         cls = None  # "piano is my main instrument": a relation to the owner, not a class
-    if cls and attr.pos_ == "PROPN" and subj_toks and all(_a_role(t) for t in subj_toks):
-        # "The tech lead is Priya": Priya is the tech lead, not the other way round
+    if cls and is_name(attr) and subj_toks and all(_a_role(t) for t in subj_toks):
+        # "The tech lead is Priya": Priya is the tech lead, not the other way round; "the
+        # staging database": the one at a time (is_the), unless the role is relative
         for t in subj_toks:
-            d.relate(d.ref(attr), neg + "is_a", d.entity(d.phrase(t) or t.text, "Other"))
+            pred = "is_the" if one_holder(t) else "is_a"
+            d.relate(d.ref(attr), neg + pred, d.entity(d.phrase(t) or t.text, "Other"))
         return
     if cls and not (attr.pos_ == "PRON"):
+        # "Omar is the new tech lead": the role's one holder; "Tom is a teacher": a class
+        pred = "is_the" if attr.pos_ != "PROPN" and one_holder(attr) else "is_a"
         for s in subjects:
             d.relate(
                 s,
-                neg + "is_a",
+                neg + pred,
                 d.entity(cls, "Other") if attr.pos_ != "PROPN" else d.ref(attr),
             )
     for prep in (c for c in attr.children if c.dep_ == "prep"):
@@ -290,6 +307,69 @@ def _a_role(tok: Any) -> bool:
         (tok.pos_ == "NOUN" or (acronym(tok) and any(c.dep_ == "compound" for c in tok.children)))
         and any(c.dep_ == "det" and c.lower_ == "the" for c in tok.children)
         and not any(c.dep_ == "poss" for c in tok.children)
+    )
+
+
+# Modifiers that make "the X" one of several, or not the current one ("the first
+# engineer", "the former tech lead", "the same database").
+NOT_ONE_HOLDER = frozenset(("first", "last", "next", "previous", "former", "old", "ex",
+                            "same", "other", "only", "main", "best", "worst"))  # fmt: skip
+
+
+def one_holder(tok: Any) -> bool:
+    """A role one thing holds at a time: a singular common noun with "the", no owner and
+    nothing that makes it relative to something else ("the tech lead", "the staging
+    database"; not "the capital of France", "the largest city", "the first engineer", "the
+    one who ...")."""
+    return (
+        _a_role(tok)
+        and tok.tag_ in ("NN", "NNP")
+        and not any(c.dep_ in ("prep", "relcl", "acl", "appos", "poss") for c in tok.children)
+        and not any(
+            c.dep_ in ("amod", "compound")
+            and (c.tag_ in ("JJS", "JJR", "RBS") or c.lower_ in NOT_ONE_HOLDER)
+            for c in tok.children
+        )
+    )
+
+
+# Who "the <noun> is 34" gives an age ("The patient is 64"), besides kin and pets.
+AGED = frozenset(("man", "woman", "boy", "girl", "baby", "toddler", "teen", "teenager",
+                  "patient", "puppy", "kitten", "horse", "guy", "lady", "person", "owner",
+                  "founder", "author", "artist", "singer", "actor", "actress", "player",
+                  "student", "customer", "client", "user", "applicant", "candidate"))  # fmt: skip
+
+
+def measure(tok: Any) -> str | None:
+    """The amount a copula's complement states, as written ("100 requests per minute", "25
+    MB", "64"), else None: a number, or a noun a number counts; not a name with its version
+    ("Postgres 15"), a date ("March 3") or a clock time."""
+    if tok.like_num or tok.pos_ == "NUM":
+        span = [tok]
+    elif any(
+        c.dep_ == "nummod" and (c.like_num or c.pos_ == "NUM") and c.i < tok.i  # "Postgres 15"
+        for c in tok.children
+    ):
+        span = list(tok.subtree)
+    else:
+        return None
+    if any(is_time_word(t.text) for t in span if not t.like_num) or any(
+        ":" in t.text or t.lower_ in ("am", "pm") for t in span
+    ):
+        return None
+    text = tok.doc[span[0].i : span[-1].i + 1].text.strip(" .,;:!?")
+    return text or None
+
+
+def _a_measured(tok: Any) -> bool:
+    """A definite thing that has a value, not an age ("the batch size", "the API rate limit";
+    not "the patient", "the dog")."""
+    low = tok.lemma_.lower()
+    return (
+        _a_role(tok)
+        and not is_kin_word(low)
+        and kin_of(tok) not in ("dog", "cat", "pet")
+        and (low not in AGED)
     )
 
 

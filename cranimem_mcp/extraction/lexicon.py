@@ -306,6 +306,11 @@ def is_time(tok: Any) -> bool:
     return tok.ent_type_ in ("DATE", "TIME") or bool(_TIME_WORD.fullmatch(tok.text))
 
 
+def is_time_word(text: str) -> bool:
+    """A word of a date or a clock time ("March", "Fridays", "3rd", "9am"; a bare number too)."""
+    return bool(_TIME_WORD.fullmatch(text))
+
+
 def is_name(tok: Any) -> bool:
     """A proper noun, or a capitalised noun the tagger missed ("My cousin Deniz")."""
     return tok.pos_ == "PROPN" or (

@@ -231,6 +231,18 @@ class Provenance:
             for s, p in pairs
         }
 
+    def holders(self, pairs: Iterable[tuple[URIRef, URIRef]]) -> dict[tuple, list[tuple]]:
+        """For each (predicate, object): (subject, memory id) per active memory graph that
+        states it."""
+        return {
+            (p, o): [
+                (s, memory_of(ctx))
+                for s, _p, _o, ctx in self._ds.quads((None, p, o, None))
+                if self.active(ctx)
+            ]
+            for p, o in pairs
+        }
+
     def related(self, pairs: Iterable[tuple[URIRef, URIRef]]) -> dict[tuple, list[tuple]]:
         """For each (subject, object): (predicate, memory id) per active memory graph that
         relates them."""

@@ -333,15 +333,30 @@ class GraphStore:
             | {t for t in unlinked if t[:2] == (s, p)}
             for (s, p), values in stated.items()
         }
-        self._reads.validities({t: None for c in candidates_of.values() for t in c})
+        # "Omar is now the tech lead" ends "Priya is_the tech lead": one holder at a time
+        held = [
+            self._triple(scope, rel)
+            for rel in relations
+            if predicate_name(rel.predicate) in temporal.ONE_HOLDER
+        ]
+        holders_of = {
+            (p, o): {(s, p, o) for s, mid in values if mid != memory_id}
+            | {t for t in unlinked if t[1:] == (p, o)}
+            for (p, o), values in self._reads.holders(dict.fromkeys(t[1:] for t in held)).items()
+        }
+        self._reads.validities(
+            {t: None for c in (*candidates_of.values(), *holders_of.values()) for t in c}
+        )
         self._reads.validities(dict.fromkeys(denied))
         for fact in denied:
             if validity(fact).valid_at(observed_at) and fact not in recorded:
                 record_end(ends, fact, observed_at)
                 recorded.add(fact)
                 ended.append(fact)
-        for new in single:
-            candidates = candidates_of[new[:2]]
+        for new, candidates in [
+            *((t, candidates_of[t[:2]]) for t in single),
+            *((t, holders_of[t[1:]]) for t in held),
+        ]:
             others = [(old, validity(old)) for old in sorted(candidates) if old != new]
             for fact, when in temporal.supersession(new, others, observed_at):
                 if fact not in recorded:  # one end per fact and memory: the first
@@ -539,5 +554,6 @@ def ends_something(rel: Relation, functional: set[str] | frozenset[str]) -> bool
         bool(rel.functional)
         or p in functional
         or p.startswith("not_")
-        or (p in temporal.DEPARTURES)
+        or p in temporal.DEPARTURES
+        or p in temporal.ONE_HOLDER
     )
