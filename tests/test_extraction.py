@@ -87,6 +87,16 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("The max upload size is 25 MB.", {("max upload size", "has_value", "25 MB")}),
         ("The patient is 64.", {("patient", "has_age", "64")}),
         ("The build server is Jenkins 2.", {("Jenkins 2", "is_the", "build server")}),
+        # a move of a thing, or between tools, is no new home (both gave lives_in, which
+        # ended the user's home); "from ... to" with "to" hung on "from" lost the new one
+        ("We moved the database to AWS.",
+         {("User", "move", "database"), ("User", "move_to", "AWS")}),
+        ("We moved from CircleCI to GitHub Actions.",
+         {("User", "move_from", "CircleCI"), ("User", "uses", "GitHub Actions")}),
+        ("We moved from yarn to pnpm.", {("User", "move_from", "yarn"), ("User", "uses", "pnpm")}),
+        ("I moved to NYC.", {("User", "lives_in", "NYC")}),
+        ("I moved from the UK to Canada.",
+         {("User", "move_from", "UK"), ("User", "lives_in", "Canada")}),
         # a favourite is one at a time, per kind (it was "likes": never ended)
         ("My favourite band is Wilco.", {("User", "has_favorite_band", "Wilco")}),
         ("My favorite TV show is Severance.", {("User", "has_favorite_tv_show", "Severance")}),

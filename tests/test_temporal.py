@@ -148,7 +148,8 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
 
 async def test_a_departure_ends_what_was_left_and_only_that(open_engine):
     """ "We migrated from Postgres" ends "uses Postgres" and "I moved from Leeds" ends the home
-    there, not the birthplace; "I left Caroline a message" ends no friendship, and "I prefer
+    there, not the birthplace; "I left Caroline a message" ends no friendship, "We moved from
+    CircleCI to GitHub Actions" no home; and "I prefer
     metric units" no other preference. A denial ends a many-valued fact too."""
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         for text in [
@@ -163,10 +164,14 @@ async def test_a_departure_ends_what_was_left_and_only_that(open_engine):
         migrated = await engine.remember("We migrated from Postgres to MySQL.", goal=LIFE)
         moved = await engine.remember("I moved from Leeds to York.", goal=LIFE)
         message = await engine.remember("I left Caroline a message.", goal=LIFE)
+        tools = await engine.remember("We moved from CircleCI to GitHub Actions.", goal=LIFE)
+        thing = await engine.remember("We moved the staging database to AWS.", goal=LIFE)
         stopped = await engine.remember("I don't like running anymore.", goal=LIFE)
         assert triples(migrated.superseded) == {("User", "uses", "Postgres")}
         assert triples(moved.superseded) == {("User", "lives_in", "Leeds")}
         assert triples(message.superseded) == set()
+        # a switch of tools and a thing moved are no new home (both ended York)
+        assert triples(tools.superseded) == triples(thing.superseded) == set()
         assert triples(stopped.superseded) == {("User", "likes", "running")}
         await engine.consolidate()
         result = await engine.recall("Where was I born and who are my friends?", paths=["graph"])

@@ -13,6 +13,7 @@ text's :class:`~cranimem_mcp.extraction.discourse.Discourse` and add to it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cranimem_mcp.extraction.discourse import Discourse, set_against, spread
@@ -223,6 +224,10 @@ def preposition(
             for dobj in (c for c in prep.head.children if c.dep_ == "dobj"):
                 d.relate(d.ref(o), "founded", d.ref(dobj))
         return
+    if word == "from" and lemma in _CHANGES:
+        # "moved from the UK to Canada": the parser hangs "to" on "from"
+        for to in (c for c in prep.children if c.dep_ == "prep" and c.lower_ == "to"):
+            preposition(d, lemma, to, subjects, neg)
     parallel = bool(objects) and (setting(objects[0]) or word == "for")
     for obj_tok in objects:
         if setting(obj_tok):
@@ -251,6 +256,11 @@ def preposition(
         if pred == "based_in" and all(d.is_person(s) for s in subjects):
             pred = "lives_in"
         moved = pred == "lives_in" and lemma in ("move", "relocate")
+        verb = prep.head.head if prep.head.dep_ == "prep" else prep.head
+        if moved and any(c.dep_ == "dobj" for c in verb.children):
+            pred, moved = f"{lemma}_{word}", False  # "We moved the database to AWS": not us
+        elif moved and any(technical(t) for t in (obj_tok, *_moved_from(verb))):
+            pred, moved = "uses", False  # "We moved from yarn to pnpm": a switch, not a home
         if moved and not any(_someone(d, s) for s in subjects):
             pred = "located_in"  # "Our office moved to Manchester"
         for s in subjects:
@@ -258,6 +268,33 @@ def preposition(
             d.relate(s, neg + pred, obj, changed=moved and not neg)
         if obj is not None and pred in OBJECT_TYPES:
             d.retype(obj, OBJECT_TYPES[pred])
+
+
+_CHANGES = frozenset(("move", "relocate", "switch", "migrate", "change"))
+
+
+def _moved_from(verb: Any) -> list[Any]:
+    """What "moved from X" left: the objects of the verb's "from"."""
+    froms = [c for c in verb.children if c.dep_ == "prep" and c.lower_ == "from"]
+    return [o for f in froms for o in spread([c for c in f.children if c.dep_ == "pobj"])]
+
+
+# Places people write as acronyms ("I moved to the UK", "We relocated to LA").
+PLACE_ACRONYMS = frozenset(
+    "US USA UK UAE EU NYC LA SF DC NZ HK KSA PRC ROK DRC NSW BC NL DE".split()
+)
+
+
+def technical(tok: Any) -> bool:
+    """A name written as software and services are, never as places: inner capitals
+    ("CircleCI", "GraphQL"), a dot or a digit inside ("Fly.io", "k8s"), an acronym other
+    than a place's ("AWS", "REST"; not "UK") or a lowercase name ("pnpm")."""
+    text = tok.text
+    return (
+        bool(re.search(r"[a-z][A-Z]|\w[.]\w|[A-Za-z]\d", text))
+        or (len(text) >= 2 and text.isupper() and text.isalpha() and text not in PLACE_ACRONYMS)
+        or (tok.pos_ == "PROPN" and text.islower())
+    )
 
 
 def _someone(d: Discourse, name: str) -> bool:
