@@ -106,7 +106,9 @@ class Relation(BaseModel):
     predicate: str
     object: str
     functional: bool | None = Field(
-        None, description="Single-valued for its subject (a new object replaces the old one)"
+        None,
+        description="Single-valued for its subject (a new object replaces the old one); "
+        "false for a state the text puts in the past; null: by the predicate",
     )
 
 

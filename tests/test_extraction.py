@@ -97,6 +97,10 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("I moved to NYC.", {("User", "lives_in", "NYC")}),
         ("I moved from the UK to Canada.",
          {("User", "move_from", "UK"), ("User", "lives_in", "Canada")}),
+        # a named person's unnamed relative is their own node (it was "sister", the node of
+        # the speaker's sister too); a workplace is no home
+        ("Sam's sister lives in Faro.", {("Sam's sister", "lives_in", "Faro")}),
+        ("I'm based in the Lisbon office.", {("User", "based_in", "Lisbon office")}),
         # a favourite is one at a time, per kind (it was "likes": never ended)
         ("My favourite band is Wilco.", {("User", "has_favorite_band", "Wilco")}),
         ("My favorite TV show is Severance.", {("User", "has_favorite_tv_show", "Severance")}),
@@ -176,6 +180,26 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
 )  # fmt: skip
 def test_the_facts_a_new_user_expects(text, expected):
     assert facts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "single_valued"),
+    [
+        # a state in the past ends no current value (each ended the current one)
+        ("I worked at Initech before Acme.", False),
+        ("I lived in Berlin for two years.", False),
+        ("My first manager was Karen.", False),
+        ("I had worked at IBM for years.", False),
+        # the present perfect, a move and a change are current
+        ("I've lived in Seoul for ten years.", None),
+        ("I moved to Porto.", True),
+        ("My new manager is Tom.", True),
+    ],
+)
+def test_a_state_in_the_past_is_not_single_valued(text, single_valued):
+    relations = extract_one(text).relations
+    lasting = [r for r in relations if r.predicate in ("works_at", "lives_in", "has_manager")]
+    assert lasting and {r.functional for r in lasting} == {single_valued}
 
 
 def test_negation_never_asserts_the_positive_fact():

@@ -225,6 +225,9 @@ class Discourse:
             called = self.called(tok)
             if called is not None:
                 return called
+            theirs = self.relative_of(tok)
+            if theirs is not None:
+                return theirs
         name = self.phrase(tok)
         if name is None:
             return None
@@ -236,6 +239,23 @@ class Discourse:
             if tok.dep_ in ("nsubj", "nsubjpass"):
                 self.last_named = name  # "Tove Jansson created the Moomins. She was born..."
         return name
+
+    def relative_of(self, tok: Any) -> str | None:
+        """A named person's unnamed relative ("Sam's sister"), as one node of its own: it was
+        "sister", the node of the speaker's sister too, whose home it then ended."""
+        owner = next((c for c in tok.children if c.dep_ == "poss"), None)
+        if (
+            owner is None
+            or owner.pos_ != "PROPN"
+            or owner.lemma_.lower() == "user"
+            or not is_kin_word(tok.lemma_.lower())
+        ):
+            return None
+        whose = self.phrase(owner)
+        name = self.phrase(tok)
+        if not whose or not name:
+            return None
+        return self.person(f"{whose}'s {name}", subject=tok.dep_.startswith("nsubj"))
 
     def relative(self, tok: Any) -> str | None:
         clause = tok.head

@@ -139,7 +139,35 @@ def sentence(d: Discourse, sent: Any) -> None:
 
 def clause(d: Discourse, verb: Any) -> None:
     """A verb's clause, handed to the reader of its kind: a copula, a participle, a verb
-    frame; nothing for a wish or a plan."""
+    frame; nothing for a wish or a plan. A state in the past ("I lived in Berlin", "My first
+    manager was Karen", "I used to work at IBM") ends no current value: its single-valued
+    facts are marked not functional."""
+    before = set(d.relations)
+    _clause(d, verb)
+    if past_state(verb):
+        for key in d.relations.keys() - before:
+            if d.relations[key].functional is None:
+                d.relations[key].functional = False
+
+
+# Verbs of a state, which in the past tense say what held then, not a change.
+STATES = frozenset(("be", "live", "work", "stay", "reside", "base", "manage", "date"))
+
+
+def past_state(verb: Any) -> bool:
+    """A state verb in the simple past or the pluperfect ("lived", "was", "had worked", "was
+    based"), or after "used to"; not the present perfect ("I've lived in Seoul")."""
+    if verb_lemma(verb) not in STATES:
+        return False
+    if verb.dep_ == "xcomp" and verb.head.lower_ == "used":
+        return True
+    aux = [c for c in verb.children if c.dep_ in ("aux", "auxpass")]
+    if any(c.lower_ in ("have", "has", "'ve", "’ve") for c in aux):
+        return False
+    return verb.tag_ == "VBD" or any(c.tag_ == "VBD" for c in aux)
+
+
+def _clause(d: Discourse, verb: Any) -> None:
     if irrealis(verb):
         if generic_condition(verb):  # "When Ana travels, she ...": who "she" is
             for t in subjects_of(verb):

@@ -253,8 +253,12 @@ def preposition(
             pred = "member_of"
         else:
             pred = VERBS.get((lemma, word), f"{lemma}_{word}")
-        if pred == "based_in" and all(d.is_person(s) for s in subjects):
-            pred = "lives_in"
+        if (
+            pred == "based_in"
+            and all(d.is_person(s) for s in subjects)
+            and obj_tok.lemma_.lower() not in WORKPLACES
+        ):
+            pred = "lives_in"  # "I'm based in Toronto"; "in the Lisbon office" is no home
         moved = pred == "lives_in" and lemma in ("move", "relocate")
         verb = prep.head.head if prep.head.dep_ == "prep" else prep.head
         if moved and any(c.dep_ == "dobj" for c in verb.children):
@@ -278,6 +282,11 @@ def _moved_from(verb: Any) -> list[Any]:
     froms = [c for c in verb.children if c.dep_ == "prep" and c.lower_ == "from"]
     return [o for f in froms for o in spread([c for c in f.children if c.dep_ == "pobj"])]
 
+
+# Where one works, not lives ("I'm based in the Lisbon office").
+WORKPLACES = frozenset(("office", "hq", "headquarters", "branch", "site", "campus", "lab",
+                        "studio", "plant", "factory", "warehouse", "store", "hub", "team",
+                        "department", "clinic", "hospital", "school"))  # fmt: skip
 
 # Places people write as acronyms ("I moved to the UK", "We relocated to LA").
 PLACE_ACRONYMS = frozenset(

@@ -295,11 +295,7 @@ class GraphStore:
             ends.add(triple)
         recorded = ended_facts(ends)
         ended: list[Triple] = []
-        single = [
-            self._triple(scope, rel)
-            for rel in relations
-            if predicate_name(rel.predicate) in functional or rel.functional
-        ]
+        single = [self._triple(scope, rel) for rel in relations if single_valued(rel, functional)]
         # "I no longer work at Acme" (not_works_at) ends "works_at Acme", if it holds then;
         # "we use pnpm, not yarn" ends "uses yarn": a denial ends its fact, many-valued or not.
         denied = [
@@ -546,13 +542,21 @@ class GraphStore:
         return await self._locked(graph_io.turtle, self._ds, scope, max_triples)
 
 
+def single_valued(rel: Relation, functional: set[str] | frozenset[str]) -> bool:
+    """Whether ``rel`` replaces its subject's other value: marked so by the extractor ("my
+    new dentist"), or by its predicate unless the extractor said not ("I lived in Berlin":
+    a past state)."""
+    if rel.functional is not None:
+        return rel.functional
+    return predicate_name(rel.predicate) in functional
+
+
 def ends_something(rel: Relation, functional: set[str] | frozenset[str]) -> bool:
     """Whether stating ``rel`` may end a fact: a single-valued relation (by its predicate or
     marked by the extractor), a denial, or a departure."""
     p = predicate_name(rel.predicate)
     return (
-        bool(rel.functional)
-        or p in functional
+        single_valued(rel, functional)
         or p.startswith("not_")
         or p in temporal.DEPARTURES
         or p in temporal.ONE_HOLDER
