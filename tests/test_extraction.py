@@ -101,6 +101,11 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         # the speaker's sister too); a workplace is no home
         ("Sam's sister lives in Faro.", {("Sam's sister", "lives_in", "Faro")}),
         ("I'm based in the Lisbon office.", {("User", "based_in", "Lisbon office")}),
+        # an office is where one works, its owner the employer (it was works_at "Boulder
+        # office", which ended the employer)
+        ("I'm working at the Boulder office this week.", {("User", "based_in", "Boulder office")}),
+        ("I work at Google's London office.",
+         {("User", "works_at", "Google"), ("User", "based_in", "London office")}),
         # a favourite is one at a time, per kind (it was "likes": never ended)
         ("My favourite band is Wilco.", {("User", "has_favorite_band", "Wilco")}),
         ("My favorite TV show is Severance.", {("User", "has_favorite_tv_show", "Severance")}),

@@ -253,6 +253,11 @@ def preposition(
             pred = "member_of"
         else:
             pred = VERBS.get((lemma, word), f"{lemma}_{word}")
+        if pred == "works_at" and obj_tok.lemma_.lower() in OFFICES:
+            pred = "based_in"  # "I'm working at the Boulder office": where, not the employer
+            for employer in _office_of(obj_tok):  # "Google's London office"
+                for s in subjects:
+                    d.relate(s, neg + "works_at", d.ref(employer))
         if (
             pred == "based_in"
             and all(d.is_person(s) for s in subjects)
@@ -277,6 +282,14 @@ def preposition(
 _CHANGES = frozenset(("move", "relocate", "switch", "migrate", "change"))
 
 
+def _office_of(office: Any) -> list[Any]:
+    """Whose office it is: "Google's London office", "the Denver office of Stripe"."""
+    owners = [c for c in office.children if c.dep_ == "poss" and c.pos_ == "PROPN"]
+    for of in (c for c in office.children if c.dep_ == "prep" and c.lower_ == "of"):
+        owners += [c for c in of.children if c.dep_ == "pobj" and c.pos_ == "PROPN"]
+    return owners
+
+
 def _moved_from(verb: Any) -> list[Any]:
     """What "moved from X" left: the objects of the verb's "from"."""
     froms = [c for c in verb.children if c.dep_ == "prep" and c.lower_ == "from"]
@@ -287,6 +300,9 @@ def _moved_from(verb: Any) -> list[Any]:
 WORKPLACES = frozenset(("office", "hq", "headquarters", "branch", "site", "campus", "lab",
                         "studio", "plant", "factory", "warehouse", "store", "hub", "team",
                         "department", "clinic", "hospital", "school"))  # fmt: skip
+
+# A workplace that is no employer's name ("at the Boulder office"; a hospital may be).
+OFFICES = frozenset(("office", "hq", "headquarters", "branch", "site", "campus"))
 
 # Places people write as acronyms ("I moved to the UK", "We relocated to LA").
 PLACE_ACRONYMS = frozenset(
