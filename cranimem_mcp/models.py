@@ -108,7 +108,8 @@ class Relation(BaseModel):
     functional: bool | None = Field(
         None,
         description="Single-valued for its subject (a new object replaces the old one); "
-        "false for a state the text puts in the past; null: by the predicate",
+        "false: it ends no other fact (a state the text puts in the past, a denial limited "
+        "to a time, a place or a manner); null: as its predicate says",
     )
 
 

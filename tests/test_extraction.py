@@ -199,11 +199,23 @@ def test_the_facts_a_new_user_expects(text, expected):
         ("I've lived in Seoul for ten years.", None),
         ("I moved to Porto.", True),
         ("My new manager is Tom.", True),
+        # a denial limited to a time, place, purpose or manner ends nothing (each ended the
+        # fact it limits); a whole denial does
+        ("I don't speak Spanish at work.", False),
+        ("I don't drink coffee after 3pm.", False),
+        ("I don't play tennis competitively.", False),
+        ("I don't use Docker Compose in production.", False),
+        ("I really don't like sushi.", None),
+        ("I don't work at Acme anymore.", None),
     ],
 )
-def test_a_state_in_the_past_is_not_single_valued(text, single_valued):
+def test_a_past_state_or_a_limited_denial_ends_nothing(text, single_valued):
     relations = extract_one(text).relations
-    lasting = [r for r in relations if r.predicate in ("works_at", "lives_in", "has_manager")]
+    lasting = [
+        r
+        for r in relations
+        if r.predicate.startswith("not_") or r.predicate in ("works_at", "lives_in", "has_manager")
+    ]
     assert lasting and {r.functional for r in lasting} == {single_valued}
 
 
@@ -211,6 +223,11 @@ def test_negation_never_asserts_the_positive_fact():
     assert facts("I don't like cilantro.") == {("User", "not_likes", "cilantro")}
     assert ("User", "likes", "cilantro") not in facts("I really do not like cilantro at all.")
     assert not {f for f in facts("Sam never eats meat.") if f[1] == "eat"}
+
+
+def test_a_denied_liking_states_nothing_of_what_is_liked():
+    # it gave (User, run_in, rain)
+    assert facts("I don't like running in the rain.") == set()
 
 
 def test_wishes_and_questions_are_not_facts():

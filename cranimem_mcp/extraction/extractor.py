@@ -65,6 +65,7 @@ from cranimem_mcp.extraction.verb_frames import (
     irrealis,
     participle,
     preposition,
+    setting,
     subjects_of,
 )
 from cranimem_mcp.models import Extraction
@@ -144,10 +145,12 @@ def clause(d: Discourse, verb: Any) -> None:
     facts are marked not functional."""
     before = set(d.relations)
     _clause(d, verb)
-    if past_state(verb):
-        for key in d.relations.keys() - before:
-            if d.relations[key].functional is None:
-                d.relations[key].functional = False
+    past, limited = past_state(verb), limited_denial(verb)
+    for key in d.relations.keys() - before:
+        rel = d.relations[key]
+        denial = rel.predicate.startswith("not_")
+        if rel.functional is None and ((past and not denial) or (limited and denial)):
+            rel.functional = False  # ends nothing ("I used to live in Boston" still does)
 
 
 # Verbs of a state, which in the past tense say what held then, not a change.
@@ -167,6 +170,34 @@ def past_state(verb: Any) -> bool:
     return verb.tag_ == "VBD" or any(c.tag_ == "VBD" for c in aux)
 
 
+# Adverbs that leave a denial whole ("I really don't like sushi", "not ... anymore").
+WHOLE = frozenset(
+    "really honestly definitely certainly actually totally absolutely literally anymore longer "
+    "all ever yet simply just generally personally strictly entirely".split()
+)
+
+
+def limited_denial(verb: Any) -> bool:
+    """A denial limited to a time, a place, a purpose or a manner ("I don't drink coffee after
+    3pm", "I don't speak Spanish at work", "I don't play tennis competitively"): it says
+    nothing of the fact without the limit, so it ends no fact."""
+    if not any(c.dep_ == "neg" for c in verb.children):
+        return False
+    has_object = any(c.dep_ == "dobj" for c in verb.children)
+    for c in verb.children:
+        if c.dep_ == "prep" and c.lower_ not in ("of", "instead"):
+            objs = [o for o in c.children if o.dep_ == "pobj"]
+            if has_object or any(setting(o) for o in objs):
+                return True
+        if (
+            c.dep_ == "advmod"
+            and c.lower_ not in WHOLE
+            and (c.lower_.endswith("ly") or c.lower_ in ("often", "always", "much", "everywhere"))
+        ):
+            return True
+    return False
+
+
 def _clause(d: Discourse, verb: Any) -> None:
     if irrealis(verb):
         if generic_condition(verb):  # "When Ana travels, she ...": who "she" is
@@ -180,6 +211,8 @@ def _clause(d: Discourse, verb: Any) -> None:
         for t in (c, *c.children)
     ):
         return  # "I rarely drink alcohol", "hardly ever": neither "drinks" nor "never drinks"
+    if verb.dep_ == "xcomp" and any(c.dep_ == "neg" for c in verb.head.children):
+        return  # "I don't like running in the rain": no run_in rain
     toks = copula_subjects(verb) if verb_lemma(verb) == "be" else subjects_of(verb)
     subjects = [s for s in (d.ref(t) for t in toks if not is_time(t)) if s]
     if verb.lemma_.lower() in ("call", "name") and not passive_marked(verb):

@@ -297,11 +297,13 @@ class GraphStore:
         ended: list[Triple] = []
         single = [self._triple(scope, rel) for rel in relations if single_valued(rel, functional)]
         # "I no longer work at Acme" (not_works_at) ends "works_at Acme", if it holds then;
-        # "we use pnpm, not yarn" ends "uses yarn": a denial ends its fact, many-valued or not.
+        # "we use pnpm, not yarn" ends "uses yarn": a denial ends its fact, many-valued or not,
+        # unless it is limited ("I don't speak Spanish at work": functional False).
         denied = [
             self._triple(scope, rel.model_copy(update={"predicate": p.removeprefix("not_")}))
             for rel in relations
             if (p := predicate_name(rel.predicate)).startswith("not_")
+            and rel.functional is not False
         ]
         # "We migrated from Postgres to MySQL" ends "uses Postgres": whatever the subject had
         # with what it left (not what stays true: "born in Leeds").
@@ -557,7 +559,7 @@ def ends_something(rel: Relation, functional: set[str] | frozenset[str]) -> bool
     p = predicate_name(rel.predicate)
     return (
         single_valued(rel, functional)
-        or p.startswith("not_")
+        or (p.startswith("not_") and rel.functional is not False)
         or p in temporal.DEPARTURES
         or p in temporal.ONE_HOLDER
     )
