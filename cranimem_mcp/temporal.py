@@ -119,13 +119,34 @@ ONE_HOLDER = frozenset({"is_the"})
 # it; "leave" and "quit" only a place, a job, a membership or a habit ("I left Noor a
 # message" ends no friendship).
 DEPARTURES = frozenset(
-    {"switch_from", "migrate_from", "move_from", "move_off", "change_from", "leave", "quit",
-     "replace", "ditch", "abandon"}
+    {"switch_from", "migrate_from", "move_from", "move_off", "change_from", "upgrade_from",
+     "downgrade_from", "leave", "quit", "replace", "ditch", "abandon", "drop", "give_up",
+     "sell", "break_up_with"}
 )  # fmt: skip
 _LEFT_ONLY = frozenset(
     {"works_at", "lives_in", "based_in", "located_in", "member_of", "studies_at", "plays_for",
-     "attends", "uses", "drink", "eat", "smoke", "play"}
+     "attends", "uses", "drink", "eat", "smoke", "play", "plays"}
 )  # fmt: skip
+# What a narrower departure ends: the rest ("switch from", "migrate from") end any fact.
+_ENDS_ONLY = {
+    "leave": _LEFT_ONLY,
+    "quit": _LEFT_ONLY,
+    "drop": _LEFT_ONLY,  # "We dropped Jira"; not "I dropped Tom at school"'s friendship
+    "give_up": _LEFT_ONLY,
+    "sell": frozenset({"owns"}),
+    "break_up_with": frozenset(
+        {
+            "has_partner",
+            "has_girlfriend",
+            "has_boyfriend",
+            "dates",
+            "date",
+            "married_to",
+            "has_wife",
+            "has_husband",
+        }
+    ),  # fmt: skip
+}
 # Facts of the past that no departure ends: "I moved from Leeds" leaves "born in Leeds".
 LASTING = frozenset({"born_in", "from", "grow_up_in", "grew_up_in", "studied_at", "visit"})
 
@@ -135,7 +156,7 @@ def ended_by_departure(departure: str, predicate: str) -> bool:
     with this predicate."""
     if predicate in DEPARTURES or predicate in LASTING or predicate.startswith("not_"):
         return False
-    return departure not in ("leave", "quit") or predicate in _LEFT_ONLY
+    return departure not in _ENDS_ONLY or predicate in _ENDS_ONLY[departure]
 
 
 def outdated(source: Source, facts: Sequence[Validity], when: datetime) -> bool:

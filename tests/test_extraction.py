@@ -89,8 +89,16 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("The build server is Jenkins 2.", {("Jenkins 2", "is_the", "build server")}),
         # a move of a thing, or between tools, is no new home (both gave lives_in, which
         # ended the user's home); "from ... to" with "to" hung on "from" lost the new one
-        ("We moved the database to AWS.",
-         {("User", "move", "database"), ("User", "move_to", "AWS")}),
+        ("We moved the database to AWS.", {("database", "located_in", "AWS")}),
+        # a thing's new value, holder or place (each ends the old one); leaving a job
+        ("The API rate limit was raised to 500 requests per minute.",
+         {("API rate limit", "has_value", "500 requests per minute")}),
+        ("The staging database was upgraded to Postgres 16.",
+         {("Postgres 16", "is_the", "staging database")}),
+        ("We moved the office to Braga.", {("office", "located_in", "Braga")}),
+        ("I got promoted to staff engineer.", {("User", "has_job_title", "staff engineer")}),
+        # it gave (User, works_at, Acme)
+        ("I quit my job at Acme.", {("User", "quit", "Acme")}),
         ("We moved from CircleCI to GitHub Actions.",
          {("User", "move_from", "CircleCI"), ("User", "uses", "GitHub Actions")}),
         ("We moved from yarn to pnpm.", {("User", "move_from", "yarn"), ("User", "uses", "pnpm")}),

@@ -333,6 +333,42 @@ def one_holder(tok: Any) -> bool:
     )
 
 
+# Verbs that give a thing a new value, a new holder or a new place ("was upgraded to
+# Postgres 16", "raised the limit to 500 requests a minute", "moved the office to Braga").
+CHANGES_TO = frozenset(("upgrade", "downgrade", "raise", "lower", "increase", "decrease",
+                        "reduce", "bump", "set", "change", "switch", "move", "migrate", "cut",
+                        "extend", "update", "relocate"))  # fmt: skip
+
+
+def changed_to(d: Discourse, verb: Any) -> bool:
+    """A thing's new value, holder or place, stated by a verb of change with "to": "The rate
+    limit was raised to 500 requests a minute" (has_value), "The staging database was upgraded
+    to Postgres 16" (Postgres 16 is_the staging database), "We moved the office to Braga"
+    (office located_in Braga); each ends the old one. Whether it read one."""
+    to = [o for c in verb.children if c.dep_ == "prep" and c.lower_ == "to"
+          for o in c.children if o.dep_ == "pobj"]  # fmt: skip
+    passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
+    things = [c for c in verb.children if c.dep_ == "dobj" and c.pos_ == "NOUN"] or (
+        [t for t in subjects_of(verb) if t.pos_ == "NOUN"] if passive else []
+    )
+    if len(to) != 1 or not things:
+        return False
+    (new,) = to
+    read = False
+    for thing_tok in things:
+        thing = d.entity(d.phrase(thing_tok) or thing_tok.text, "Other")
+        if verb.lemma_.lower() in ("move", "relocate", "migrate") and not is_time(new):
+            d.relate(thing, "located_in", d.ref(new), changed=True)
+        elif amount := measure(new):
+            d.relate(thing, "has_value", d.entity(amount, "Other"), changed=True)
+        elif is_name(new) and one_holder(thing_tok):
+            d.relate(d.ref(new), "is_the", thing)
+        else:
+            continue
+        read = True
+    return read
+
+
 # Who "the <noun> is 34" gives an age ("The patient is 64"), besides kin and pets.
 AGED = frozenset(("man", "woman", "boy", "girl", "baby", "toddler", "teen", "teenager",
                   "patient", "puppy", "kitten", "horse", "guy", "lady", "person", "owner",

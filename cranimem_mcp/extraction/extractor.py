@@ -35,7 +35,9 @@ from typing import Any
 from cranimem_mcp.conversation import transcript
 from cranimem_mcp.extraction import syntax
 from cranimem_mcp.extraction.copulas import (
+    CHANGES_TO,
     adjective,
+    changed_to,
     copula,
     copula_subjects,
     misread_role,
@@ -246,6 +248,8 @@ def _clause(d: Discourse, verb: Any) -> None:
     if lemma == "be":
         copula(d, verb, subjects, neg)
         return
+    if not neg and lemma in CHANGES_TO and changed_to(d, verb):
+        return
     if lemma in ("call", "name") and passive:  # "My dog is called Pretzel"
         for n in (c for c in verb.children if c.dep_ in ("oprd", "attr") and c.pos_ == "PROPN"):
             for st in subjects_of(verb):
@@ -260,8 +264,9 @@ def _clause(d: Discourse, verb: Any) -> None:
         preps = [c for t in (verb, *jobs) for c in t.children if c.dep_ == "prep"]
         for prep in (p for p in preps if p.lower_ in ("at", "with")):
             for place in spread([c for c in prep.children if c.dep_ == "pobj"]):
-                for s in subjects:  # "I got a job at Globex"
-                    d.relate(s, neg + "works_at", d.ref(place))
+                for s in subjects:  # "I got a job at Globex"; "I quit my job at Acme"
+                    left = {"quit": "quit", "leave": "leave", "lose": "leave"}.get(lemma)
+                    d.relate(s, (neg + left) if left else (neg + "works_at"), d.ref(place))
         return
     for child in verb.children:
         if child.dep_ in ("npadvmod", "dobj") and child.like_num and lemma == "turn":

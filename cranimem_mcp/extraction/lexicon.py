@@ -94,6 +94,7 @@ VERBS: dict[tuple[str, str | None], str] = {
     ("reside", "in"): "lives_in",
     ("settle", "in"): "lives_in",
     ("move", "to"): "lives_in",
+    ("promote", "to"): "has_job_title",
     ("relocate", "to"): "lives_in",
     ("work", "at"): "works_at",
     ("work", "for"): "works_at",

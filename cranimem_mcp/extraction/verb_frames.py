@@ -274,7 +274,7 @@ def preposition(
             pred = "located_in"  # "Our office moved to Manchester"
         for s in subjects:
             # a move ends where the subject was, a person's home or an office's place
-            d.relate(s, neg + pred, obj, changed=moved and not neg)
+            d.relate(s, neg + pred, obj, changed=(moved or lemma == "promote") and not neg)
         if obj is not None and pred in OBJECT_TYPES:
             d.retype(obj, OBJECT_TYPES[pred])
 
