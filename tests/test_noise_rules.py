@@ -88,6 +88,17 @@ DURABLE = [
     "Such a relief: the biopsy came back clear.",
     "[2 May, 2024] Ravi: It's Keanu Reeves!",  # an answer, said to no one by name
     "Thanks Priya, the venue is Lumi.",
+    # the speaker's own, framed like the assistant's work ("Let me summarize my ..." was
+    # rejected as narration): "my" or "our" says whose
+    "Let me summarize my situation: I have two kids and work part-time.",
+    "Let me list my allergies: peanuts, shellfish and penicillin.",
+    "Let me recap our conventions: snake_case for Python, camelCase for TypeScript.",
+    "I added your recipe to my favourites, it's the best lasagne I've had.",
+    "I went through your checklist and my passport expires in May.",
+    "Next, I'll visit my parents in Faro.",
+    "I'm going to run the Lisbon marathon in October.",
+    "I'll wait for the test results before booking the surgery.",
+    "Let me give you some context: I'm a nurse working night shifts.",
 ]
 
 NOISE = {
@@ -145,6 +156,13 @@ NOISE = {
     "[5 June, 2024] Eli: Congrats Noah!! So well deserved.": "pleasantry",
     "Wow, Captain Amara! Congrats!": "pleasantry",
     "Sofia, that's huge.": "pleasantry",
+    # the assistant's work for the user, in the plain past, the user addressed; a next step
+    "I translated the brochure into Italian for you.": "narration",
+    "I went ahead and fixed the typos in your email.": "narration",
+    "I generated a chart of monthly sales and attached it above.": "narration",
+    "Let me re-run that with verbose logging enabled.": "narration",
+    "Next I'll add the missing null check and rerun the tests.": "narration",
+    "I'll stop here and let you review before continuing.": "narration",
 }
 
 

@@ -160,7 +160,17 @@ _NARRATION = re.compile(
     r"checking|fetching|compiling|drafting) (?:the|your|a|an|for|through|up)\b|"
     r"(?:scanning|fetching|pulling|analy[sz]ing|compiling) (?:the|your|for|through|up)\b|"
     r"(?:now )?i'?m (?:now )?going to (?:split|draft|refactor|check|look (?:at|into)|search|fix|"
-    r"update|rewrite|condense|paste|flag|summari[sz]e|go through) (?:the|this|that|your|it)\b)",
+    r"update|rewrite|condense|paste|flag|summari[sz]e|go through) (?:the|this|that|your|it)\b|"
+    # a next step of the work at hand ("Next, I'll add the missing null check", "Let me
+    # quickly verify the conversion"); not "let me know / tell you / share ..."
+    r"(?:next|now|then)[,!.]?\s+i'?ll (?:add|rerun|re-run|run the tests|check|look|search|read|"
+    r"fix|refactor|update|write the tests|draft|summari[sz]e)\b|"
+    r"let me (?:quickly |just |first |now )?(?:verify|rerun|re-run|test|compare|reproduce|debug|"
+    r"inspect|grep|profile|benchmark|rewrite|refactor|fix|update|tidy|reformat|clean up|"
+    r"calculate|convert|translate|look up|dig into)\b|"
+    r"(?:now )?i'?m (?:now )?going to (?:rerun|re-run|reproduce|debug|lint|reformat|test) "
+    r"(?:the|this|that|these|your|it|them)\b|"
+    r"i'?ll stop here\b)",
     re.IGNORECASE,
 )
 # The assistant reporting what it did for the user: "I've" (or "Done:"), a past action, and
@@ -171,6 +181,21 @@ _REPORT = re.compile(
     r".*\b(?:your|you asked|you'd|for you|above|below|as requested|you wanted)\b",
     re.IGNORECASE,
 )
+# The assistant's work for the user, in the plain past, with the user addressed: "I reformatted
+# your bibliography into APA style.", "I generated a chart ... and attached it above." (the
+# user's own work names no "your": "I rewrote the billing service in Go." is kept).
+_DID_FOR_YOU = re.compile(
+    r"^(?:okay!?,?\s+|ok,?\s+|sure,?\s+|done[:,—-]?\s*)?i (?:just |also |went ahead and )?"
+    r"(?:reformatted|rewrote|fixed|drafted|generated|converted|highlighted|suggested|"
+    r"summari[sz]ed|translated|removed|edited|merged|cancell?ed|attached|cleaned up|corrected|"
+    r"shortened|reorgani[sz]ed|reordered|tidied|compiled|listed|pulled out|went through|"
+    r"formatted|simplified|renamed|moved|added|updated|condensed|proofread|sorted)\b"
+    r".*\b(?:your|for you|above|below|as requested|you asked|you mentioned|you wanted|you'd)\b",
+    re.IGNORECASE,
+)
+# What is the speaker's own ("Let me summarize my situation: ...", "I went through your
+# checklist and my passport expires in May"): said of themselves, not the assistant's work.
+_MINE = re.compile(r"\b(?:my|our|mine|ours)\b", re.IGNORECASE)
 _STATUS = re.compile(
     r"\b(?:is|are) still (?:running|in progress|pending|queued|building|deploying|loading|"
     r"compiling|uploading|downloading|going|waiting)\b|"
@@ -405,9 +430,18 @@ def noise(text: str) -> Noise | None:
         and not _first_person_fact(stripped)
     ):
         return Noise("request", "a one-off request about the text at hand")
-    if _NARRATION.match(stripped) and len(words) <= 30 and not _finding(stripped):
+    if (
+        _NARRATION.match(stripped)
+        and len(words) <= 30
+        and not _finding(stripped)
+        and not _MINE.search(stripped)
+    ):
         return Noise("narration", "the assistant narrating its own work")
-    if _REPORT.match(stripped) and len(words) <= 30:
+    if (
+        (_REPORT.match(stripped) or _DID_FOR_YOU.match(stripped))
+        and len(words) <= 30
+        and not _MINE.search(stripped)
+    ):
         return Noise("narration", "the assistant reporting its own work")
     if (_HANDOVER.match(stripped) or _DONE.match(stripped)) and len(words) <= 20:
         return Noise("narration", "the assistant handing over its work")
