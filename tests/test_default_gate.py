@@ -102,6 +102,27 @@ async def test_a_standing_instruction_that_opens_like_a_request_is_kept_as_lasti
         assert one_off.status == "rejected"
 
 
+async def test_a_convention_or_a_note_labelled_lasting_is_kept_as_lasting(open_engine):
+    # The classifier gives these P 0.00-0.44 (it saw few imperatives about a kind of thing and
+    # few tagged notes): kept as doubtful, replay trashed two of the other projects' dev
+    # writes like them. A request about a thing at hand stays a doubtful or rejected one.
+    async with open_engine() as engine:
+        for text, reason in (
+            ("Use snake_case for Python identifiers.", "standing instruction"),
+            ("Use tabs, not spaces, in this codebase.", "standing instruction"),
+            ("Put new migrations in db/migrations with a timestamp prefix.", "standing"),
+            ("Make surgical changes when possible instead of rewriting whole files.", "standing"),
+            ("[decision] Chose Argon2 for password hashing after the audit.", "(decision)"),
+            ("Decision - the API stays on REST for v2.", "(decision)"),
+        ):
+            result = await engine.remember(text)
+            assert result.status == "stored" and reason in result.reason, result
+            assert result.utility.importance == 1.0, result
+        for text in ("Use the blue one.", "Skip the intro.", "Learning Rust is fun."):
+            result = await engine.remember(text)
+            assert result.status == "rejected" or "lasting" not in result.reason, result
+
+
 async def test_the_issue_reports_cases_are_kept_and_pleasantries_dropped(open_engine):
     """The writes a new user's assistant made on the first day (issue 13)."""
     kept = [

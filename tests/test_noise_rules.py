@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cranimem_mcp.gate.noise import noise
+from cranimem_mcp.gate.noise import convention, labelled_lasting, noise
 
 # Plans, events and facts that open like the assistant's narration, a request, a status or a
 # question. The first 13 were rejected by the first draft of these rules (commit 23ef478);
@@ -176,3 +176,36 @@ def test_a_durable_write_that_opens_like_noise_is_kept(text):
 def test_certain_noise_is_rejected_by_the_rule_that_names_it(text, rule):
     found = noise(text)
     assert found is not None and found.rule == rule, (found, text)
+
+
+@pytest.mark.parametrize(
+    ("text", "lasting"),
+    [
+        ("Use snake_case for Python identifiers.", True),
+        ("Prefer composition over inheritance.", True),
+        ("Never commit directly to main.", True),
+        ("Use tabs, not spaces, in this codebase.", True),  # where we work: no thing at hand
+        ("Use the blue one.", False),  # a thing at hand
+        ("Skip the intro.", False),
+        ("Send me the report today.", False),
+        ("Keep this paragraph short.", False),
+    ],
+)
+def test_a_convention_is_an_imperative_about_a_kind_of_thing(text, lasting):
+    assert convention(text) is lasting
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("[decision] Selected bcrypt for passwords.", "decision"),
+        ("Decision: we use pnpm workspaces, not yarn.", "decision"),
+        ("#rule no force-pushes to main", "rule"),
+        ("ADR-12: events are stored as JSON.", "adr-12"),
+        ("**Convention** tests live next to the code.", "convention"),
+        ("Learning Rust is fun.", None),
+        ("Decisions were made.", None),
+    ],
+)
+def test_a_note_labelled_as_lasting_names_its_label(text, label):
+    assert labelled_lasting(text) == label

@@ -6,9 +6,11 @@ how durable it looks: a write below its threshold is kept as *doubtful*, at low 
 and replay decides (paper B.3). The classifier never rejects: on writes from other projects
 it lost a third of the project facts ("The build uses Node 20": p 0.01). A model's second
 look is for goal scopes (:class:`~cranimem_mcp.gate.goal.GoalGate`). Health and safety facts
-about a person are always kept; they and standing instructions that open like a request
-("Find the cheapest option when I ask for flights.") are kept as lasting (top importance:
-the classifier, trained on one-off requests, gives the latter P near 0).
+about a person are always kept; they, standing instructions that open like a request
+("Find the cheapest option when I ask for flights."), conventions said as imperatives ("Use
+snake_case for Python identifiers.") and notes labelled as lasting ("[decision] ...") are
+kept as lasting (top importance: the classifier, trained on one-off requests and untagged
+text, gives many of them P near 0).
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ import numpy as np
 
 from cranimem_mcp.gate.goal import INSIST, GateDecision
 from cranimem_mcp.gate.judgment import Durability, DurableClassifier
-from cranimem_mcp.gate.noise import noise, standing_instruction
+from cranimem_mcp.gate.noise import (
+    convention,
+    labelled_lasting,
+    noise,
+    standing_instruction,
+)
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,15 @@ def judged(content: str, relevance: float, d: Durability) -> GateDecision:
             False, relevance, tau, "noise", "noise",
             f"rejected as {found.why} (rule: {found.rule})." + INSIST, p,
         )  # fmt: skip
-    if standing_instruction(content):
+    if standing_instruction(content) or convention(content):
         return GateDecision(
             True, relevance, tau, "durable", "standing",
             "a standing instruction, for every time: kept as lasting", p,
+        )  # fmt: skip
+    if label := labelled_lasting(content):
+        return GateDecision(
+            True, relevance, tau, "durable", "standing",
+            f"labelled a lasting note ({label}): kept as lasting", p,
         )  # fmt: skip
     if p >= tau:
         return GateDecision(

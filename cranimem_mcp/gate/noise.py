@@ -581,6 +581,65 @@ def standing_instruction(text: str) -> bool:
     return bool(_REQUEST.match(stripped) or _ONCE.match(stripped)) and _standing(stripped)
 
 
+def labelled_lasting(text: str) -> str | None:
+    """The label that marks a note as one to keep ("[decision] ...", "Decision: ...", "#rule
+    ...", "ADR-12: ..."), else None: the writer said what kind of lasting note it is; a tagged
+    note is what the classifier saw least of ("[decision] Selected bcrypt for passwords" p
+    near 0 was trashed by replay)."""
+    m = _LASTING_LABEL.match(text) or _LASTING_LABEL.match(_SAID.sub("", text.strip(), count=1))
+    return next(g for g in m.groups() if g).lower() if m else None
+
+
+# The labels of a lasting note: a decision, a rule, a convention, a constraint, ...
+_LABEL_WORD = (
+    r"decisions?|rules?|conventions?|policy|constraints?|requirements?|guidelines?|standards?|"
+    r"architecture|gotchas?|lessons?(?: learned)?|learnings?|preferences?|adr(?:[- ]?\d+)?"
+)
+_LASTING_LABEL = re.compile(
+    rf"^\s*(?:\[({_LABEL_WORD})\]|#({_LABEL_WORD})\b|\*\*({_LABEL_WORD})\*\*|"
+    rf"({_LABEL_WORD})\s*[:—–]|({_LABEL_WORD})\s+-\s)",
+    re.IGNORECASE,
+)
+
+
+def convention(text: str) -> bool:
+    """A rule of how to work, said as an imperative about a kind of thing ("Use snake_case for
+    Python identifiers.", "Prefer composition over inheritance.", "Never commit directly to
+    main.", "Make surgical changes when possible ..."): the classifier, trained on one-off
+    requests, gives some P near 0, and replay then trashed them. Not a request about a thing
+    at hand ("Skip the intro.", "Use the blue one.") or for one occasion ("... today")."""
+    stripped = _TAGS.sub("", _SAID.sub("", text.strip(), count=1).strip())
+    if (
+        len(_words(stripped)) > 30
+        or len(_sentences(stripped)) > 2
+        or not _CONVENTION.match(stripped)
+    ):
+        return False
+    if _ONCE.match(stripped) or _OCCASION.search(stripped):
+        return False
+    return not _AT_HAND.search(_WHERE_WE_WORK.sub("", stripped))
+
+
+# An imperative about a kind of thing: the verb of a working rule, then a bare object (no
+# article, "this", "me", ...) or "always" / "never" / "every" / "without" / "unless".
+_CONVENTION = re.compile(
+    r"^(?:please\s+)?(?:(?:always|never|don'?t|do not)\s+[\w-]+\b|"
+    r"(?:use|prefer|avoid|keep|pin|put|log|return|name|squash|write|run|follow|document|store|"
+    r"default to|stick to|format|indent|limit|cap|require|wrap|validate|sanitize|make|commit|"
+    r"merge|rebase|tag|ask|prefix|suffix|import|lint|test|mark|group|sort|cache|retry|"
+    r"quote|escape|check)\s+"
+    r"(?!(?:a|an|the|this|that|these|those|me|us|it|them|my|your|his|her|their|its|one|some|"
+    r"out|up|off|on|in|over|back|down|to|for|whether|if|what|how|why)\b)[\w\-<>/.]+)",
+    re.IGNORECASE,
+)
+# Where the team works is no thing at hand: "Use tabs, not spaces, in this codebase."
+_WHERE_WE_WORK = re.compile(
+    r"\b(?:this|that) (?:codebase|code base|project|repo|repository|team|company|app|service|"
+    r"monorepo|workspace|org|organi[sz]ation)\b",
+    re.IGNORECASE,
+)
+
+
 def _standing(text: str) -> bool:
     """A standing instruction, though it opens like a request: about a kind of thing
     (:data:`_STANDING`) or for every time (:data:`_HABITUAL`); not one about a thing at hand
