@@ -609,11 +609,9 @@ def convention(text: str) -> bool:
     requests, gives some P near 0, and replay then trashed them. Not a request about a thing
     at hand ("Skip the intro.", "Use the blue one.") or for one occasion ("... today")."""
     stripped = _TAGS.sub("", _SAID.sub("", text.strip(), count=1).strip())
-    if (
-        len(_words(stripped)) > 30
-        or len(_sentences(stripped)) > 2
-        or not _CONVENTION.match(stripped)
-    ):
+    if not 3 <= len(_words(stripped)) <= 30 or len(_sentences(stripped)) > 2:
+        return False
+    if not _CONVENTION.match(stripped) or _ADDRESSED.search(stripped):
         return False
     if _ONCE.match(stripped) or _OCCASION.search(stripped):
         return False
@@ -622,16 +620,29 @@ def convention(text: str) -> bool:
 
 # An imperative about a kind of thing: the verb of a working rule, then a bare object (no
 # article, "this", "me", ...) or "always" / "never" / "every" / "without" / "unless".
+_BARE = (
+    r"\s+(?!(?:a|an|the|this|that|these|those|me|us|it|them|my|your|his|her|their|its|one|"
+    r"some|out|up|off|on|in|over|back|down|to|for|about|whether|if|what|how|why|anything|going|"
+    r"\d+)\b)"
+)
 _CONVENTION = re.compile(
-    r"^(?:please\s+)?(?:(?:always|never|don'?t|do not)\s+[\w-]+\b|"
-    r"(?:use|prefer|avoid|keep|pin|put|log|return|name|squash|write|run|follow|document|store|"
-    r"default to|stick to|format|indent|limit|cap|require|wrap|validate|sanitize|make|commit|"
-    r"merge|rebase|tag|ask|prefix|suffix|import|lint|test|mark|group|sort|cache|retry|"
-    r"quote|escape|check)\s+"
-    r"(?!(?:a|an|the|this|that|these|those|me|us|it|them|my|your|his|her|their|its|one|some|"
-    r"out|up|off|on|in|over|back|down|to|for|whether|if|what|how|why)\b)[\w\-<>/.]+)",
+    r"^(?:please\s+)?(?:(?:always|never|don'?t|do not)\s+(?!me\b|us\b)[\w-]+\s+(?!me\b|us\b)\S|"
+    # the verbs of a working rule: a bare object is enough ("Use snake_case for ...")
+    r"(?:use|prefer|avoid|pin|log|return|squash|follow|document|store|default to|stick to|"
+    r"indent|limit|cap|require|wrap|validate|sanitize|prefix|suffix|quote|escape)" + _BARE + r"|"
+    # verbs of a request as much as of a rule: with a word of every time ("Write tests for
+    # every bug fix", "Make surgical changes when possible"; not "write about ...")
+    r"(?:write|make|put|run|keep|test|check|sort|group|mark|cache|retry|merge|rebase|tag|commit|"
+    r"import|lint|format|name|ask)"
+    + _BARE
+    + r"(?![\w-]+ing\b)(?=.*\b(?:every|all|each|any|whenever|"
+    r"when possible|wherever|always|never|instead of|unless|by default|with an? |before|after|"
+    r"under|at most|at least)\b))",
     re.IGNORECASE,
 )
+# Said to a person, not a rule of work: "Don't let anything stop you.", "Keep pushing and
+# you'll get there."
+_ADDRESSED = re.compile(r"\b(?:you|you'll|you're|your|yourself)\b", re.IGNORECASE)
 # Where the team works is no thing at hand: "Use tabs, not spaces, in this codebase."
 _WHERE_WE_WORK = re.compile(
     r"\b(?:this|that) (?:codebase|code base|project|repo|repository|team|company|app|service|"
