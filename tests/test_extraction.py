@@ -114,6 +114,8 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("I'm working at the Boulder office this week.", {("User", "based_in", "Boulder office")}),
         ("I work at Google's London office.",
          {("User", "works_at", "Google"), ("User", "based_in", "London office")}),
+        # "for" a purpose on the object, as on the verb (it gave (User, prefer_for, body weight))
+        ("I prefer imperial units for body weight.", {("User", "prefers", "imperial units")}),
         # a favourite is one at a time, per kind (it was "likes": never ended)
         ("My favourite band is Wilco.", {("User", "has_favorite_band", "Wilco")}),
         ("My favorite TV show is Severance.", {("User", "has_favorite_tv_show", "Severance")}),

@@ -199,7 +199,9 @@ def direct(
     # "teaches chemistry at Kyoto University": a preposition the parser hung on the object
     for prep in (c for c in obj_tok.children if c.dep_ == "prep"):
         if prep.lower_ in ("at", "for") and lemma not in ("have",):
-            preposition(d, lemma, prep, subjects, neg)
+            # "for" a purpose, as on the verb: "prefers imperial units for body weight" gave
+            # (User, prefer_for, body weight)
+            preposition(d, lemma, prep, subjects, neg, parallel_only=prep.lower_ == "for")
 
 
 def preposition(
