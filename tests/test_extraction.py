@@ -89,7 +89,10 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("The build server is Jenkins 2.", {("Jenkins 2", "is_the", "build server")}),
         # a move of a thing, or between tools, is no new home (both gave lives_in, which
         # ended the user's home); "from ... to" with "to" hung on "from" lost the new one
-        ("We moved the database to AWS.", {("database", "located_in", "AWS")}),
+        # a thing moved to a tool uses it (it was "located_in AWS", "API located_in FastAPI")
+        ("We moved the database to AWS.", {("database", "uses", "AWS")}),
+        ("We moved the API from Flask to FastAPI.",
+         {("API", "uses", "FastAPI"), ("API", "move_from", "Flask")}),
         # a thing's new value, holder or place (each ends the old one); leaving a job
         ("The API rate limit was raised to 500 requests per minute.",
          {("API rate limit", "has_value", "500 requests per minute")}),

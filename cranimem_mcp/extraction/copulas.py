@@ -27,7 +27,13 @@ from cranimem_mcp.extraction.lexicon import (
     is_time_word,
     kin_of,
 )
-from cranimem_mcp.extraction.verb_frames import allergy, participle, setting, subjects_of
+from cranimem_mcp.extraction.verb_frames import (
+    allergy,
+    participle,
+    setting,
+    subjects_of,
+    technical,
+)
 from cranimem_mcp.naming import canonical_name
 
 # What "my <noun> is X" names as the owner's job title.
@@ -345,8 +351,10 @@ def changed_to(d: Discourse, verb: Any) -> bool:
     limit was raised to 500 requests a minute" (has_value), "The staging database was upgraded
     to Postgres 16" (Postgres 16 is_the staging database), "We moved the office to Braga"
     (office located_in Braga); each ends the old one. Whether it read one."""
-    to = [o for c in verb.children if c.dep_ == "prep" and c.lower_ == "to"
-          for o in c.children if o.dep_ == "pobj"]  # fmt: skip
+    preps = [c for c in verb.children if c.dep_ == "prep"]
+    preps += [c for p in preps if p.lower_ == "from" for c in p.children if c.dep_ == "prep"]
+    to = [o for c in preps if c.lower_ == "to" for o in c.children if o.dep_ == "pobj"]
+    left = [o for c in preps if c.lower_ == "from" for o in c.children if o.dep_ == "pobj"]
     passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
     things = [c for c in verb.children if c.dep_ == "dobj" and c.pos_ == "NOUN"] or (
         [t for t in subjects_of(verb) if t.pos_ == "NOUN"] if passive else []
@@ -357,7 +365,15 @@ def changed_to(d: Discourse, verb: Any) -> bool:
     read = False
     for thing_tok in things:
         thing = d.entity(d.phrase(thing_tok) or thing_tok.text, "Other")
-        if verb.lemma_.lower() in ("move", "relocate", "migrate") and not is_time(new):
+        lemma = verb.lemma_.lower()
+        if lemma in ("move", "relocate", "migrate", "switch") and (
+            technical(new) or any(technical(o) for o in left)
+        ):
+            # "We moved the API from Flask to FastAPI": the thing's new tool, the old one left
+            d.relate(thing, "uses", d.ref(new))
+            for old in left:
+                d.relate(thing, f"{lemma}_from", d.ref(old))
+        elif lemma in ("move", "relocate", "migrate") and not is_time(new):
             d.relate(thing, "located_in", d.ref(new), changed=True)
         elif amount := measure(new):
             d.relate(thing, "has_value", d.entity(amount, "Other"), changed=True)
