@@ -102,6 +102,12 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("I got promoted to staff engineer.", {("User", "has_job_title", "staff engineer")}),
         # it gave (User, works_at, Acme)
         ("I quit my job at Acme.", {("User", "quit", "Acme")}),
+        # a role changing hands (nothing before)
+        ("Omar replaced Priya as my manager.", {("User", "has_manager", "Omar")}),
+        ("Omar took over as tech lead.", {("Omar", "is_the", "tech lead")}),
+        ("Ana resigned as CTO.", {("Ana", "not_is_the", "CTO")}),
+        ("Sam and I broke up last month.", {("User", "break_up_with", "Sam")}),
+        ("I started as a junior developer in 2019.", {("User", "is_a", "junior developer")}),
         ("We moved from CircleCI to GitHub Actions.",
          {("User", "move_from", "CircleCI"), ("User", "uses", "GitHub Actions")}),
         ("We moved from yarn to pnpm.", {("User", "move_from", "yarn"), ("User", "uses", "pnpm")}),

@@ -385,6 +385,56 @@ def changed_to(d: Discourse, verb: Any) -> bool:
     return read
 
 
+# Who takes a role and who leaves one: "Omar took over as tech lead", "Ana resigned as CTO".
+TAKES_ROLE = frozenset(("take_over", "step_in", "step_up", "start", "replace", "succeed"))
+LEAVES_ROLE = frozenset(("step_down", "resign", "step_back", "quit", "retire"))
+
+
+def role_change(d: Discourse, verb: Any, lemma: str, subjects: list[str]) -> bool:
+    """A role changing hands: "Omar replaced Priya as my manager" (the owner's new manager,
+    the old one ended), "Omar took over as tech lead" (Omar is_the tech lead), "Priya stepped
+    down as tech lead" (no longer), "Sam and I broke up" (a departure: the partner relation
+    ends). Whether it read one."""
+    if lemma == "step" and any(c.dep_ in ("advmod", "prt") and c.lower_ == "down"
+                               for c in verb.children):  # fmt: skip
+        lemma = "step_down"
+    if lemma == "break_up" and len(subjects) >= 2:
+        # the speaker first: the partner relation is theirs ("Sam and I broke up")
+        first = next((s for s in subjects if s == d.speaker), subjects[0])
+        for other in (s for s in subjects if s != first):
+            d.relate(first, "break_up_with", other)
+        return True
+    if lemma not in TAKES_ROLE | LEAVES_ROLE:
+        return False
+    roles = [
+        o
+        for c in verb.children
+        if c.dep_ == "prep" and c.lower_ == "as"
+        for o in c.children
+        if o.dep_ == "pobj" and o.pos_ in ("NOUN", "PROPN") and not _indefinite(o)
+    ]
+    if not roles:
+        return False
+    for role in roles:
+        owner = next((c for c in role.children if c.dep_ == "poss"), None)
+        for holder in subjects:
+            if owner is not None:  # "as my manager": the owner's relation
+                pred = RELATION_NOUNS.get(role.lemma_.lower(), f"has_{_role(role)}")
+                if lemma in LEAVES_ROLE:
+                    d.relate(d.ref(owner), "not_" + pred, holder)
+                else:
+                    d.relate(d.ref(owner), pred, holder, changed=True)
+            else:  # "as tech lead": the role's one holder
+                name = d.entity(d.phrase(role) or role.text, "Other")
+                d.relate(holder, ("not_" if lemma in LEAVES_ROLE else "") + "is_the", name)
+    return True
+
+
+def _indefinite(tok: Any) -> bool:
+    """ "a junior developer": a class, not the one holder of a role."""
+    return any(t.dep_ == "det" and t.lower_ in ("a", "an") for t in tok.children)
+
+
 # Who "the <noun> is 34" gives an age ("The patient is 64"), besides kin and pets.
 AGED = frozenset(("man", "woman", "boy", "girl", "baby", "toddler", "teen", "teenager",
                   "patient", "puppy", "kitten", "horse", "guy", "lady", "person", "owner",

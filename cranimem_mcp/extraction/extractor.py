@@ -43,6 +43,7 @@ from cranimem_mcp.extraction.copulas import (
     misread_role,
     noun_facts,
     place_facts,
+    role_change,
 )
 from cranimem_mcp.extraction.discourse import Discourse, polarity, spread
 from cranimem_mcp.extraction.lexicon import (
@@ -249,6 +250,8 @@ def _clause(d: Discourse, verb: Any) -> None:
         copula(d, verb, subjects, neg)
         return
     if not neg and lemma in CHANGES_TO and changed_to(d, verb):
+        return
+    if not neg and role_change(d, verb, lemma, subjects):
         return
     if lemma in ("call", "name") and passive:  # "My dog is called Pretzel"
         for n in (c for c in verb.children if c.dep_ in ("oprd", "attr") and c.pos_ == "PROPN"):
