@@ -144,8 +144,9 @@ def sentence(d: Discourse, sent: Any) -> None:
 def clause(d: Discourse, verb: Any) -> None:
     """A verb's clause, handed to the reader of its kind: a copula, a participle, a verb
     frame; nothing for a wish or a plan. A state in the past ("I lived in Berlin", "My first
-    manager was Karen", "I used to work at IBM") ends no current value: its single-valued
-    facts are marked not functional."""
+    manager was Karen") ends no current value, nor does a denial limited to a time, a place or
+    a manner ("I don't speak Spanish at work"): their facts are marked ``functional`` False.
+    "I used to live in Boston" is a denial of the present, and still ends Boston."""
     before = set(d.relations)
     _clause(d, verb)
     past, limited = past_state(verb), limited_denial(verb)
