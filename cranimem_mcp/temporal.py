@@ -113,6 +113,23 @@ def supersession(
 ONE_HOLDER = frozenset({"is_the"})
 
 
+# What a subject uses, runs or moved to: one version of a thing at a time ("We upgraded to
+# Python 3.12" ends "We use Python 3.10"; "uses Python" and "uses Node 20" are other things).
+VERSIONED = frozenset(
+    {"uses", "run", "run_on", "be_on", "target", "upgrade_to", "switch_to", "migrate_to",
+     "move_to", "update_to", "bump_to", "downgrade_to"}
+)  # fmt: skip
+_VERSION = re.compile(r"^(.*?[^\W\d_])\s*v?(\d+(?:\.\d+)*)$")
+
+
+def version_of(name: str) -> tuple[str, str] | None:
+    """The name and version of a versioned thing: ("python", "3.12") for "Python 3.12",
+    ("node", "20") for "Node v20"; None for a name that does not end on a version ("Python",
+    "Route 66 Diner")."""
+    m = _VERSION.match(" ".join(name.split()))
+    return (m[1].strip().lower(), m[2]) if m else None
+
+
 # A departure from a thing ("I switched from vim", "we migrated from Postgres", "I left
 # Hooli") ends what its subject had with that thing ("uses vim", "works at Hooli"): these are
 # the predicates the extractor gives such verbs. A change of tool or place ends any fact with

@@ -114,7 +114,8 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
     """ "The tech lead is Priya" then "Omar is now the tech lead": the role has a new holder
     (it ended nothing: the fact is keyed on its object). A class ("a senior engineer") and a
     relative role ("the capital of France") have many; a favourite band is one at a time,
-    a favourite food another thing; a rate limit has one value, a batch size its own."""
+    a favourite food another thing; a rate limit has one value, a batch size its own; a
+    project uses one version of Python at a time, and Node beside it."""
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         for text in [
             "The tech lead is Priya.",
@@ -123,6 +124,7 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
             "My favourite band is Wilco.",
             "The rate limit is 100 requests a minute.",
             "The batch size is 64.",
+            "We use Python 3.10.",
         ]:
             await engine.remember(text, goal=LIFE)
         if linked:
@@ -134,11 +136,14 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
         band = await engine.remember("My favourite band is Radiohead these days.", goal=LIFE)
         food = await engine.remember("My favourite food is ramen.", goal=LIFE)
         limit = await engine.remember("The rate limit is now 500 requests a minute.", goal=LIFE)
+        node = await engine.remember("We use Node 20 for the frontend.", goal=LIFE)
+        python = await engine.remember("We upgraded to Python 3.12.", goal=LIFE)
         assert triples(lead.superseded) == {("Priya", "is_the", "tech lead")}
         assert triples(db.superseded) == {("Postgres 15", "is_the", "staging database")}
         assert triples(band.superseded) == {("User", "has_favorite_band", "Wilco")}
         assert triples(limit.superseded) == {("rate limit", "has_value", "100 requests a minute")}
-        assert [triples(r.superseded) for r in (engineer, capital, food)] == [set()] * 3
+        assert triples(python.superseded) == {("User", "uses", "Python 3.10")}
+        assert [triples(r.superseded) for r in (engineer, capital, food, node)] == [set()] * 4
         await engine.consolidate()
         result = await engine.recall("Who is the tech lead?", paths=["graph"])
         current = triples(result.facts, current_only=True)

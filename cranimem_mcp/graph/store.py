@@ -342,8 +342,13 @@ class GraphStore:
             | {t for t in unlinked if t[1:] == (p, o)}
             for (p, o), values in self._reads.holders(dict.fromkeys(t[1:] for t in held)).items()
         }
+        versions_of = self._other_versions(scope, memory_id, relations, unlinked, labels)
         self._reads.validities(
-            {t: None for c in (*candidates_of.values(), *holders_of.values()) for t in c}
+            {
+                t: None
+                for c in (*candidates_of.values(), *holders_of.values(), *versions_of.values())
+                for t in c
+            }
         )
         self._reads.validities(dict.fromkeys(denied))
         for fact in denied:
@@ -354,6 +359,7 @@ class GraphStore:
         for new, candidates in [
             *((t, candidates_of[t[:2]]) for t in single),
             *((t, holders_of[t[1:]]) for t in held),
+            *versions_of.items(),
         ]:
             others = [(old, validity(old)) for old in sorted(candidates) if old != new]
             for fact, when in temporal.supersession(new, others, observed_at):
@@ -536,6 +542,44 @@ class GraphStore:
         self._commit([self._store.put(URIRef(iri), g) for iri, g in graphs.items()])
         return quads
 
+    def _other_versions(
+        self,
+        scope: str,
+        memory_id: str,
+        relations: list[Relation],
+        unlinked: dict[Triple, list[Source]],
+        labels: dict[URIRef, str],
+    ) -> dict[Triple, set[Triple]]:
+        """For each relation of this memory that uses (or moves to) a versioned thing ("We
+        upgraded to Python 3.12"), its subject's other facts with another version of that
+        thing ("uses Python 3.10"): one version at a time."""
+        versioned = {
+            self._triple(scope, rel): version
+            for rel in relations
+            if predicate_name(rel.predicate) in temporal.VERSIONED
+            and (version := temporal.version_of(rel.object))
+        }
+        if not versioned:
+            return {}
+        kinds = [relation_iri(p) for p in sorted(temporal.VERSIONED)]
+        stated = self._reads.stated({(t[0], p): None for t in versioned for p in kinds})
+        facts = {
+            (s, p, o) for (s, p), values in stated.items() for o, mid in values if mid != memory_id
+        }
+        facts |= {t for t in unlinked if str(t[1]).removeprefix(str(REL)) in temporal.VERSIONED}
+        named = {
+            **self._reads.labels_of({t[2]: None for t in facts if t[2] not in labels}),
+            **labels,
+        }
+        others: dict[Triple, set[Triple]] = {}
+        for new, (thing, version) in versioned.items():
+            others[new] = set()
+            for old in facts:
+                found = temporal.version_of(named.get(old[2], ""))
+                if old[0] == new[0] and found and found[0] == thing and found[1] != version:
+                    others[new].add(old)
+        return others
+
     async def count_facts(self) -> dict[str, int]:
         """Distinct facts (current or superseded) per scope."""
         return await self._locked(self._reads.count_facts)
@@ -555,11 +599,13 @@ def single_valued(rel: Relation, functional: set[str] | frozenset[str]) -> bool:
 
 def ends_something(rel: Relation, functional: set[str] | frozenset[str]) -> bool:
     """Whether stating ``rel`` may end a fact: a single-valued relation (by its predicate or
-    marked by the extractor), a denial, or a departure."""
+    marked by the extractor), a denial, a departure, a role's new holder, or a new version of
+    a thing used."""
     p = predicate_name(rel.predicate)
     return (
         single_valued(rel, functional)
         or (p.startswith("not_") and rel.functional is not False)
         or p in temporal.DEPARTURES
         or p in temporal.ONE_HOLDER
+        or (p in temporal.VERSIONED and temporal.version_of(rel.object) is not None)
     )
