@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -128,6 +128,38 @@ def version_of(name: str) -> tuple[str, str] | None:
     "Route 66 Diner")."""
     m = _VERSION.match(" ".join(name.split()))
     return (m[1].strip().lower(), m[2]) if m else None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of thing its subject holds one of at a time: the predicates that state it, and
+    the value this fact holds ("Python" at "3.12"; the "developer" that is "senior")."""
+
+    predicates: frozenset[str]
+    name: str
+    value: str
+    read: Callable[[str], tuple[str, str] | None]
+
+    def other(self, label: str) -> bool:
+        """Whether an object named ``label`` is another value of the same kind."""
+        found = self.read(label)
+        return found is not None and found[0] == self.name and found[1] != self.value
+
+
+def kind_of(predicate: str, name: str, functional: bool | None) -> Kind | None:
+    """The kind a fact holds one value of, if any: a version of a thing used ("uses Python
+    3.12"), or a class stated as changed ("I'm a senior developer now": its head noun)."""
+    if predicate in VERSIONED and (found := version_of(name)):
+        return Kind(VERSIONED, found[0], found[1], version_of)
+    if predicate == "is_a" and functional is True and (found := _headed(name)):
+        return Kind(frozenset({"is_a"}), found[0], found[1], _headed)
+    return None
+
+
+def _headed(name: str) -> tuple[str, str] | None:
+    """("developer", "senior developer") for "senior developer": a class by its head noun."""
+    words = name.lower().split()
+    return (words[-1], " ".join(words)) if words else None
 
 
 # A departure from a thing ("I switched from vim", "we migrated from Postgres", "I left

@@ -125,6 +125,8 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
             "The rate limit is 100 requests a minute.",
             "The batch size is 64.",
             "We use Python 3.10.",
+            "I'm a junior developer.",
+            "I'm a vegetarian.",
         ]:
             await engine.remember(text, goal=LIFE)
         if linked:
@@ -138,11 +140,15 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
         limit = await engine.remember("The rate limit is now 500 requests a minute.", goal=LIFE)
         node = await engine.remember("We use Node 20 for the frontend.", goal=LIFE)
         python = await engine.remember("We upgraded to Python 3.12.", goal=LIFE)
+        senior = await engine.remember("I'm a senior developer now.", goal=LIFE)
         assert triples(lead.superseded) == {("Priya", "is_the", "tech lead")}
         assert triples(db.superseded) == {("Postgres 15", "is_the", "staging database")}
         assert triples(band.superseded) == {("User", "has_favorite_band", "Wilco")}
         assert triples(limit.superseded) == {("rate limit", "has_value", "100 requests a minute")}
         assert triples(python.superseded) == {("User", "uses", "Python 3.10")}
+        assert triples(senior.superseded) == {
+            ("User", "is_a", "junior developer")
+        }  # not vegetarian
         assert [triples(r.superseded) for r in (engineer, capital, food, node)] == [set()] * 4
         await engine.consolidate()
         result = await engine.recall("Who is the tech lead?", paths=["graph"])

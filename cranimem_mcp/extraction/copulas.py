@@ -221,13 +221,16 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
             d.relate(d.ref(attr), neg + pred, d.entity(d.phrase(t) or t.text, "Other"))
         return
     if cls and not (attr.pos_ == "PRON"):
-        # "Omar is the new tech lead": the role's one holder; "Tom is a teacher": a class
+        # "Omar is the new tech lead": the role's one holder; "Tom is a teacher": a class; "I'm
+        # a senior developer now": a class that changed (it ends the junior developer)
         pred = "is_the" if attr.pos_ != "PROPN" and one_holder(attr) else "is_a"
+        now = any(c.dep_ == "advmod" and c.lower_ == "now" for c in attr.head.children)
         for s in subjects:
             d.relate(
                 s,
                 neg + pred,
                 d.entity(cls, "Other") if attr.pos_ != "PROPN" else d.ref(attr),
+                changed=now and pred == "is_a" and attr.pos_ != "PROPN" and not neg,
             )
     for prep in (c for c in attr.children if c.dep_ == "prep"):
         key = (attr.lemma_.lower(), prep.lower_)

@@ -295,7 +295,12 @@ class GraphStore:
             ends.add(triple)
         recorded = ended_facts(ends)
         ended: list[Triple] = []
-        single = [self._triple(scope, rel) for rel in relations if single_valued(rel, functional)]
+        # A class is many-valued: a changed one ends only its own kind (_other_versions).
+        single = [
+            self._triple(scope, rel)
+            for rel in relations
+            if single_valued(rel, functional) and predicate_name(rel.predicate) != "is_a"
+        ]
         # "I no longer work at Acme" (not_works_at) ends "works_at Acme", if it holds then;
         # "we use pnpm, not yarn" ends "uses yarn": a denial ends its fact, many-valued or not,
         # unless it is limited ("I don't speak Spanish at work": functional False).
@@ -550,34 +555,39 @@ class GraphStore:
         unlinked: dict[Triple, list[Source]],
         labels: dict[URIRef, str],
     ) -> dict[Triple, set[Triple]]:
-        """For each relation of this memory that uses (or moves to) a versioned thing ("We
-        upgraded to Python 3.12"), its subject's other facts with another version of that
-        thing ("uses Python 3.10"): one version at a time."""
-        versioned = {
-            self._triple(scope, rel): version
+        """For each relation of this memory that is one of a kind of thing held one at a time
+        (:func:`~cranimem_mcp.temporal.kind_of`: a version of a thing used, "We upgraded to
+        Python 3.12"; a changed class, "I'm a senior developer now"), its subject's other
+        facts of that kind ("uses Python 3.10", "is_a junior developer")."""
+        kinds = {
+            self._triple(scope, rel): kind
             for rel in relations
-            if predicate_name(rel.predicate) in temporal.VERSIONED
-            and (version := temporal.version_of(rel.object))
+            if (kind := temporal.kind_of(predicate_name(rel.predicate), rel.object, rel.functional))
         }
-        if not versioned:
+        if not kinds:
             return {}
-        kinds = [relation_iri(p) for p in sorted(temporal.VERSIONED)]
-        stated = self._reads.stated({(t[0], p): None for t in versioned for p in kinds})
+        families = {p for kind in kinds.values() for p in kind.predicates}
+        pairs = {(t[0], relation_iri(p)): None for t in kinds for p in sorted(families)}
         facts = {
-            (s, p, o) for (s, p), values in stated.items() for o, mid in values if mid != memory_id
+            (s, p, o)
+            for (s, p), values in self._reads.stated(pairs).items()
+            for o, mid in values
+            if mid != memory_id
         }
-        facts |= {t for t in unlinked if str(t[1]).removeprefix(str(REL)) in temporal.VERSIONED}
+        facts |= {t for t in unlinked if str(t[1]).removeprefix(str(REL)) in families}
         named = {
             **self._reads.labels_of({t[2]: None for t in facts if t[2] not in labels}),
             **labels,
         }
         others: dict[Triple, set[Triple]] = {}
-        for new, (thing, version) in versioned.items():
-            others[new] = set()
-            for old in facts:
-                found = temporal.version_of(named.get(old[2], ""))
-                if old[0] == new[0] and found and found[0] == thing and found[1] != version:
-                    others[new].add(old)
+        for new, kind in kinds.items():
+            others[new] = {
+                old
+                for old in facts
+                if old[0] == new[0]
+                and str(old[1]).removeprefix(str(REL)) in kind.predicates
+                and kind.other(named.get(old[2], ""))
+            }
         return others
 
     async def count_facts(self) -> dict[str, int]:
@@ -607,5 +617,5 @@ def ends_something(rel: Relation, functional: set[str] | frozenset[str]) -> bool
         or (p.startswith("not_") and rel.functional is not False)
         or p in temporal.DEPARTURES
         or p in temporal.ONE_HOLDER
-        or (p in temporal.VERSIONED and temporal.version_of(rel.object) is not None)
+        or temporal.kind_of(p, rel.object, rel.functional) is not None
     )
