@@ -93,6 +93,9 @@ def test_the_set_has_two_parts_of_two_hundred_texts_or_more():
         ("We moved the database to AWS.", {("database", "uses", "AWS")}),
         ("We moved the API from Flask to FastAPI.",
          {("API", "uses", "FastAPI"), ("API", "move_from", "Flask")}),
+        # migrated or switched: to software (the parser hung "from" on the thing)
+        ("We migrated the backend from Django to Rails.",
+         {("backend", "uses", "Rails"), ("backend", "migrate_from", "Django")}),
         # a thing's new value, holder or place (each ends the old one); leaving a job
         ("The API rate limit was raised to 500 requests per minute.",
          {("API rate limit", "has_value", "500 requests per minute")}),

@@ -353,8 +353,9 @@ def changed_to(d: Discourse, verb: Any) -> bool:
     """A thing's new value, holder or place, stated by a verb of change with "to": "The rate
     limit was raised to 500 requests a minute" (has_value), "The staging database was upgraded
     to Postgres 16" (Postgres 16 is_the staging database), "We moved the office to Braga"
-    (office located_in Braga); each ends the old one. Moved to software, it uses it ("We moved
-    the API from Flask to FastAPI": uses FastAPI, move_from Flask). Whether it read one."""
+    (office located_in Braga); each ends the old one. Moved to software, or migrated or
+    switched to anything, it uses it ("We moved the API from Flask to FastAPI": uses FastAPI,
+    move_from Flask). Whether it read one."""
     preps = [c for c in verb.children if c.dep_ == "prep"]
     preps += [c for p in preps if p.lower_ == "from" for c in p.children if c.dep_ == "prep"]
     to = [o for c in preps if c.lower_ == "to" for o in c.children if o.dep_ == "pobj"]
@@ -365,19 +366,22 @@ def changed_to(d: Discourse, verb: Any) -> bool:
     )
     if len(to) != 1 or not things:
         return False
+    # "migrated the backend from Django": the parser may hang "from" on the thing
+    left += [o for t in things for c in t.children if c.dep_ == "prep" and c.lower_ == "from"
+             for o in c.children if o.dep_ == "pobj"]  # fmt: skip
     (new,) = to
     lemma = verb.lemma_.lower()
     read = False
     for thing_tok in things:
         thing = d.entity(d.phrase(thing_tok) or thing_tok.text, "Other")
-        if lemma in ("move", "relocate", "migrate", "switch") and (
-            technical(new) or any(technical(o) for o in left)
+        if lemma in ("migrate", "switch") or (
+            lemma == "move" and (technical(new) or any(technical(o) for o in left))
         ):
             # "We moved the API from Flask to FastAPI": the thing's new tool, the old one left
             d.relate(thing, "uses", d.ref(new))
             for old in left:
                 d.relate(thing, f"{lemma}_from", d.ref(old))
-        elif lemma in ("move", "relocate", "migrate") and not is_time(new):
+        elif lemma in ("move", "relocate") and not is_time(new):
             d.relate(thing, "located_in", d.ref(new), changed=True)
         elif amount := measure(new):
             d.relate(thing, "has_value", d.entity(amount, "Other"), changed=True)
