@@ -114,42 +114,41 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
     """ "The tech lead is Priya" then "Omar is now the tech lead": the role has a new holder
     (it ended nothing: the fact is keyed on its object). A class ("a senior engineer") and a
     relative role ("the capital of France") have many; a favourite band is one at a time,
-    a favourite food another thing; a rate limit has one value, a batch size its own; a
-    project uses one version of Python at a time, and Node beside it."""
+    a favourite food another thing; a rate limit has one value; a project uses one version
+    of Python at a time, and Node beside it; a changed class ends only its own kind."""
+    facts = [
+        "The tech lead is Priya.",
+        "The staging database is Postgres 15.",
+        "Paris is the capital of France.",
+        "My favourite band is Wilco.",
+        "The rate limit is 100 requests a minute.",
+        "We use Python 3.10.",
+        "I'm a junior developer.",
+        "I'm a vegetarian.",
+    ]
+    changes = {  # a write, and what it ends
+        "Omar is now the tech lead.": {("Priya", "is_the", "tech lead")},
+        "Priya is a senior engineer.": set(),
+        "The staging database is now Postgres 16.": {("Postgres 15", "is_the", "staging database")},
+        "Berlin is the capital of Germany.": set(),
+        "My favourite band is Radiohead these days.": {("User", "has_favorite_band", "Wilco")},
+        "My favourite food is ramen.": set(),
+        "The rate limit is now 500 requests a minute.": {
+            ("rate limit", "has_value", "100 requests a minute")
+        },
+        "We use Node 20 for the frontend.": set(),
+        "We upgraded to Python 3.12.": {("User", "uses", "Python 3.10")},
+        "I'm a senior developer now.": {("User", "is_a", "junior developer")},  # not vegetarian
+    }
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
-        for text in [
-            "The tech lead is Priya.",
-            "The staging database is Postgres 15.",
-            "Paris is the capital of France.",
-            "My favourite band is Wilco.",
-            "The rate limit is 100 requests a minute.",
-            "The batch size is 64.",
-            "We use Python 3.10.",
-            "I'm a junior developer.",
-            "I'm a vegetarian.",
-        ]:
+        for text in facts:
             await engine.remember(text, goal=LIFE)
         if linked:
             await engine.consolidate()
-        lead = await engine.remember("Omar is now the tech lead.", goal=LIFE)
-        engineer = await engine.remember("Priya is a senior engineer.", goal=LIFE)
-        db = await engine.remember("The staging database is now Postgres 16.", goal=LIFE)
-        capital = await engine.remember("Berlin is the capital of Germany.", goal=LIFE)
-        band = await engine.remember("My favourite band is Radiohead these days.", goal=LIFE)
-        food = await engine.remember("My favourite food is ramen.", goal=LIFE)
-        limit = await engine.remember("The rate limit is now 500 requests a minute.", goal=LIFE)
-        node = await engine.remember("We use Node 20 for the frontend.", goal=LIFE)
-        python = await engine.remember("We upgraded to Python 3.12.", goal=LIFE)
-        senior = await engine.remember("I'm a senior developer now.", goal=LIFE)
-        assert triples(lead.superseded) == {("Priya", "is_the", "tech lead")}
-        assert triples(db.superseded) == {("Postgres 15", "is_the", "staging database")}
-        assert triples(band.superseded) == {("User", "has_favorite_band", "Wilco")}
-        assert triples(limit.superseded) == {("rate limit", "has_value", "100 requests a minute")}
-        assert triples(python.superseded) == {("User", "uses", "Python 3.10")}
-        assert triples(senior.superseded) == {
-            ("User", "is_a", "junior developer")
-        }  # not vegetarian
-        assert [triples(r.superseded) for r in (engineer, capital, food, node)] == [set()] * 4
+        ended = {
+            text: triples((await engine.remember(text, goal=LIFE)).superseded) for text in changes
+        }
+        assert ended == changes
         await engine.consolidate()
         result = await engine.recall("Who is the tech lead?", paths=["graph"])
         current = triples(result.facts, current_only=True)
