@@ -198,7 +198,7 @@ def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str]
             return
         if attr.pos_ == "PROPN" or st.lemma_.lower() in RELATION_NOUNS:
             name = d.ref(attr) or d.entity(attr.text, "Other")
-            pred = RELATION_NOUNS.get(st.lemma_.lower(), f"has_{_role(st)}")
+            pred = _relation_to(st)
             d.relate(d.ref(sowner), neg + pred, name, changed=changed and not neg)
             if name and (attr.ent_type_ in ("PERSON", "") or st.lemma_ in KIN_NOUNS):
                 d.retype(name, "Person")
@@ -294,6 +294,11 @@ def misread_role(d: Discourse, noun: Any) -> None:
              changed=changed and not neg)  # fmt: skip
     d.retype(name, "Person")
     d.last_person = name
+
+
+def _relation_to(noun: Any) -> str:
+    """The owner's relation a noun names: "employer" works_at, "tech lead" has_tech_lead."""
+    return RELATION_NOUNS.get(noun.lemma_.lower(), f"has_{_role(noun)}")
 
 
 def _role(noun: Any) -> str:
@@ -427,7 +432,7 @@ def role_change(d: Discourse, verb: Any, lemma: str, subjects: list[str]) -> boo
         owner = next((c for c in role.children if c.dep_ == "poss"), None)
         for holder in subjects:
             if owner is not None:  # "as my manager": the owner's relation
-                pred = RELATION_NOUNS.get(role.lemma_.lower(), f"has_{_role(role)}")
+                pred = _relation_to(role)
                 if lemma in LEAVES_ROLE:
                     d.relate(d.ref(owner), "not_" + pred, holder)
                 else:

@@ -613,9 +613,7 @@ def convention(text: str) -> bool:
         return False
     if not _CONVENTION.match(stripped) or _ADDRESSED.search(stripped):
         return False
-    if _ONCE.match(stripped) or _OCCASION.search(stripped):
-        return False
-    return not _AT_HAND.search(_WHERE_WE_WORK.sub("", stripped))
+    return not _this_once(stripped)
 
 
 # An imperative about a kind of thing: the verb of a working rule, then a bare object (no
@@ -655,9 +653,18 @@ def _standing(text: str) -> bool:
     """A standing instruction, though it opens like a request: about a kind of thing
     (:data:`_STANDING`) or for every time (:data:`_HABITUAL`); not one about a thing at hand
     ("this report", "the attached") or for one occasion ("... for tonight", "... this time")."""
-    if _ONCE.match(text) or _OCCASION.search(text) or _AT_HAND.search(text):
+    if _this_once(text):
         return False
     return bool(_STANDING.match(text) or _HABITUAL.search(text))
+
+
+def _this_once(text: str) -> bool:
+    """A request for one occasion ("... this time", "... tonight") or about a thing at hand
+    ("this report", "the attached PDF"); where the team works is no thing at hand ("Use tabs,
+    not spaces, in this codebase.")."""
+    return bool(
+        _ONCE.match(text) or _OCCASION.search(text) or _AT_HAND.search(_WHERE_WE_WORK.sub("", text))
+    )
 
 
 # A thing at hand: "this report", "the attached PDF", "the text below".
