@@ -115,7 +115,8 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
     (it ended nothing: the fact is keyed on its object). A class ("a senior engineer") and a
     relative role ("the capital of France") have many; a favourite band is one at a time,
     a favourite food another thing; a rate limit has one value; a project uses one version
-    of Python at a time, and Node beside it; a changed class ends only its own kind."""
+    of Python at a time, and Node beside it; a changed class ends only its own kind; a deploy
+    day and a standup time have one value each."""
     facts = [
         "The tech lead is Priya.",
         "The staging database is Postgres 15.",
@@ -125,6 +126,10 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
         "We use Python 3.10.",
         "I'm a junior developer.",
         "I'm a vegetarian.",
+        "The deploy day is Tuesday.",
+        "Standup time is 9:30.",
+        "The CI provider is CircleCI.",
+        "The cache TTL is 5 minutes.",
     ]
     changes = {  # a write, and what it ends
         "Omar is now the tech lead.": {("Priya", "is_the", "tech lead")},
@@ -139,6 +144,13 @@ async def test_a_role_has_one_holder_and_a_favourite_one_value(open_engine, link
         "We use Node 20 for the frontend.": set(),
         "We upgraded to Python 3.12.": {("User", "uses", "Python 3.10")},
         "I'm a senior developer now.": {("User", "is_a", "junior developer")},  # not vegetarian
+        # a day or a time as a thing's value (a date is otherwise when a fact held), a name
+        # the tagger reads as punctuation, an acronym the change verb moves
+        "The deploy day is now Thursday.": {("deploy day", "has_value", "Tuesday")},
+        "The standup time moved to 10:00.": {("Standup time", "has_value", "9:30")},
+        "The release date is March 3.": set(),
+        "The CI provider is now GitHub Actions.": {("CircleCI", "is_the", "CI provider")},
+        "The cache TTL was lowered to 1 minute.": {("cache TTL", "has_value", "5 minutes")},
     }
     async with open_engine(gating={"tau_noise": -1.0, "default_gate": False}) as engine:
         for text in facts:

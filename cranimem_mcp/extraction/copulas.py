@@ -26,6 +26,7 @@ from cranimem_mcp.extraction.lexicon import (
     is_time,
     is_time_word,
     kin_of,
+    misread_name,
 )
 from cranimem_mcp.extraction.verb_frames import (
     allergy,
@@ -72,12 +73,15 @@ def copula(d: Discourse, verb: Any, subjects: list[str], neg: str) -> None:
         if child.dep_ == "attr":
             for attr in spread([child]):
                 attribute(d, named_thing(attr) or attr, subj_toks, subjects, polarity(attr, neg))
+        elif child.dep_ == "npadvmod" and is_time(child) and schedules(subj_toks):
+            # "The deploy day is now Thursday": the parser reads the day as an adverb
+            scheduled(d, subj_toks, child, polarity(child, neg))
         elif child.dep_ == "acomp" and (age := years_old(child)):
             for s in subjects:  # "I'm 34 years old"
                 d.relate(s, neg + "has_age", d.entity(age, "Other"))
         elif child.dep_ == "acomp":
             for adj in spread([child]):
-                if adj.pos_ in ("NOUN", "PROPN") or names_a_value(subj_toks):
+                if adj.pos_ in ("NOUN", "PROPN") or misread_name(adj) or names_a_value(subj_toks):
                     attribute(d, adj, subj_toks, subjects, polarity(adj, neg))  # a mislabelled attr
                 else:
                     adjective(d, adj, subjects, polarity(adj, neg))
@@ -121,6 +125,9 @@ def names_a_value(subj_toks: list[Any]) -> bool:
 def attribute(d: Discourse, attr: Any, subj_toks: list[Any], subjects: list[str], neg: str) -> None:
     """What "X is <attr>" says: an age, a relation to an owner ("my brother"), a value of a
     relation noun ("my employer"), a class (is_a) and the prepositions on it."""
+    if is_time(attr) and schedules(subj_toks):
+        scheduled(d, subj_toks, attr, neg)
+        return
     if (amount := measure(attr)) and subj_toks and all(_a_measured(t) for t in subj_toks):
         # "The API rate limit is 100 requests per minute", "The batch size is 64": the
         # thing's one value at a time (it was "limit is_a requests", "batch size has_age 64")
@@ -366,9 +373,11 @@ def changed_to(d: Discourse, verb: Any) -> bool:
     to = [o for c in preps if c.lower_ == "to" for o in c.children if o.dep_ == "pobj"]
     left = [o for c in preps if c.lower_ == "from" for o in c.children if o.dep_ == "pobj"]
     passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
-    things = [c for c in verb.children if c.dep_ == "dobj" and c.pos_ == "NOUN"] or (
-        [t for t in subjects_of(verb) if t.pos_ == "NOUN"] if passive else []
+    things = [c for c in verb.children if c.dep_ == "dobj" and _a_thing_named(c)] or (
+        [t for t in subjects_of(verb) if _a_thing_named(t)] if passive else []
     )
+    if not things and schedules(subjects_of(verb)):
+        things = subjects_of(verb)  # "The deploy day changed to Friday"
     if len(to) != 1 or not things:
         return False
     # "migrated the backend from Django": the parser may hang "from" on the thing
@@ -378,6 +387,10 @@ def changed_to(d: Discourse, verb: Any) -> bool:
     lemma = verb.lemma_.lower()
     read = False
     for thing_tok in things:
+        if is_time(new) and schedules([thing_tok]):
+            scheduled(d, [thing_tok], new, "", changed=True)  # "The deploy day moved to Friday"
+            read = True
+            continue
         thing = d.entity(d.phrase(thing_tok) or thing_tok.text, "Other")
         if lemma in ("migrate", "switch") or (
             lemma == "move" and (technical(new) or any(technical(o) for o in left))
@@ -396,6 +409,14 @@ def changed_to(d: Discourse, verb: Any) -> bool:
             continue
         read = True
     return read
+
+
+def _a_thing_named(tok: Any) -> bool:
+    """A thing a verb of change moves: a common noun, or a definite acronym the parser tags as
+    a name ("The cache TTL was lowered to 1 minute"; not "Priya was moved to ...")."""
+    return tok.pos_ == "NOUN" or (
+        tok.pos_ == "PROPN" and any(c.dep_ == "det" and c.lower_ == "the" for c in tok.children)
+    )
 
 
 # Who takes a role and who leaves one: "Omar took over as tech lead", "Ana resigned as CTO".
@@ -446,6 +467,38 @@ def role_change(d: Discourse, verb: Any, lemma: str, subjects: list[str]) -> boo
 def _indefinite(tok: Any) -> bool:
     """ "a junior developer": a class, not the one holder of a role."""
     return any(t.dep_ == "det" and t.lower_ in ("a", "an") for t in tok.children)
+
+
+# The nouns of a when that is a thing's value, with what makes them one ("the deploy day",
+# "standup time", "our release date"; not "the time", "that day").
+SCHEDULE_NOUNS = frozenset(("day", "time", "date", "hour", "deadline", "slot"))
+
+
+def schedules(subj_toks: list[Any]) -> bool:
+    return bool(subj_toks) and all(
+        t.pos_ == "NOUN"
+        and t.lemma_.lower() in SCHEDULE_NOUNS
+        and any(c.dep_ in ("compound", "nmod") for c in t.children)
+        for t in subj_toks
+    )
+
+
+def scheduled(
+    d: Discourse, subj_toks: list[Any], when: Any, neg: str, changed: bool = False
+) -> None:
+    """ "The deploy day is Tuesday", "Standup time is 9:30", "The deploy day is now Thursday":
+    the thing's one value at a time (``has_value``; "now", or a verb of change, ends the old
+    one). A date or a clock time is otherwise when a fact held, never its object."""
+    verb = when.head
+    changed = changed or any(c.dep_ == "advmod" and c.lower_ == "now" for c in verb.children)
+    value = when.doc[when.left_edge.i : when.right_edge.i + 1].text.strip(" .,;:!?")
+    for t in subj_toks:
+        words = [c for c in t.lefts if c.dep_ in ("compound", "nmod", "amod")]
+        name = " ".join(w.text for w in [*words, t])
+        d.relate(
+            d.entity(name, "Other"), neg + "has_value", d.entity(value, "Other"),
+            changed=changed and not neg,
+        )  # fmt: skip
 
 
 # Who "the <noun> is 34" gives an age ("The patient is 64"), besides kin and pets.

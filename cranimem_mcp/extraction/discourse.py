@@ -29,6 +29,7 @@ from cranimem_mcp.extraction.lexicon import (
     is_name,
     is_time,
     kin_of,
+    misread_name,
 )
 from cranimem_mcp.models import Entity, Relation
 from cranimem_mcp.naming import canonical_name
@@ -131,7 +132,7 @@ class Discourse:
                     words = [t for t in words if lo <= t.i < hi]
                 if words:
                     entity = tok.doc[words[0].i : words[-1].i + 1]
-        if tok.pos_ not in ("NOUN", "PROPN", "NUM", "ADJ", "X", "VERB"):
+        if tok.pos_ not in ("NOUN", "PROPN", "NUM", "ADJ", "X", "VERB") and not misread_name(tok):
             return entity.text if entity is not None else None
         if tok.lemma_.lower() in NOT_THINGS and tok.pos_ == "NOUN" and entity is None:
             return None

@@ -44,6 +44,7 @@ from cranimem_mcp.extraction.copulas import (
     noun_facts,
     place_facts,
     role_change,
+    schedules,
 )
 from cranimem_mcp.extraction.discourse import Discourse, polarity, spread
 from cranimem_mcp.extraction.lexicon import (
@@ -228,7 +229,7 @@ def _clause(d: Discourse, verb: Any) -> None:
     ):
         participle(d, verb)
         return
-    if not subjects:
+    if not subjects and not schedules(toks):  # "The deploy day is ...": a thing by its day
         return
     contrast = contrasted(verb)
     negated = any(

@@ -313,10 +313,18 @@ def is_time_word(text: str) -> bool:
 
 
 def is_name(tok: Any) -> bool:
-    """A proper noun, or a capitalised noun the tagger missed ("My cousin Deniz")."""
-    return tok.pos_ == "PROPN" or (
-        tok.pos_ == "NOUN" and tok.text[:1].isupper() and tok.i > tok.sent.start
+    """A proper noun, or a capitalised noun the tagger missed ("My cousin Deniz"), or a
+    capitalised word it took for punctuation ("The CI provider is CircleCI")."""
+    return (
+        tok.pos_ == "PROPN"
+        or (tok.pos_ == "NOUN" and tok.text[:1].isupper() and tok.i > tok.sent.start)
+        or misread_name(tok)
     )
+
+
+def misread_name(tok: Any) -> bool:
+    """A capitalised word the small tagger took for punctuation or a symbol ("CircleCI")."""
+    return tok.pos_ in ("PUNCT", "SYM", "X") and tok.text[:1].isupper() and tok.text.isalnum()
 
 
 def passive_marked(verb: Any) -> bool:
