@@ -84,12 +84,13 @@ class EpisodicSettings(_Section):
     # session (cranimem_mcp/conversation/threads.py): LoCoMo-dev R@5 0.631 -> 0.676, HotpotQA
     # unchanged.
     thread_turns: bool = True
-    # A memory longer than the embedder reads at once (MiniLM: 256 word pieces, ~1,000
-    # characters) is stored with the vectors of up to this many overlapping windows of it,
-    # and a recall scores it by its best window, not by its opening alone (1 = the opening
-    # only; a change applies to later writes, and `reembed` with the same embedder brings
-    # the long memories stored before up to it).
-    windows: int = Field(8, ge=1, le=64)
+    # A memory of more than one passage (a few sentences, at most 40 words:
+    # cranimem_mcp/backends/passages.py) is stored with its vector and those of up to this
+    # many - 1 of its passages (a run without a sentence end longer than the embedder reads,
+    # MiniLM's 256 word pieces: its windows), and a recall lifts its score by its best
+    # passage's (1 = its own vector only; a change applies to later writes, and `reembed`
+    # with the same embedder brings the memories stored before up to it).
+    windows: int = Field(32, ge=1, le=64)
 
 
 class ConsolidationSettings(_Section):

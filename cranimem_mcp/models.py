@@ -408,8 +408,9 @@ class Memory:
     content: str
     content_hash: str
     vector: Any = None  # a sequence of floats (list or numpy array), or None when not read
-    # A long text's further windows (its vector reads the first 256 word pieces): an array of
-    # their unit vectors, one row each, searched with the vector (its best window answers);
+    # A long text's passages (backends/passages.py; or, for a run without a sentence end,
+    # its windows past the first 256 word pieces its vector reads): an array of their unit
+    # vectors, one row each, searched with the vector (the best lifts the memory's cosine);
     # None: it has none, or the read did not ask for vectors.
     windows: Any = None
     created_at: datetime

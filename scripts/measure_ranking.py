@@ -38,6 +38,7 @@ import numpy as np
 
 from cranimem_mcp import validation
 from cranimem_mcp.backends.embeddings import OnnxEmbedder
+from cranimem_mcp.backends.passages import passages
 from cranimem_mcp.buffer.working_set import LIVE
 from cranimem_mcp.cli.doctor import reembed
 from cranimem_mcp.config import Settings
@@ -137,28 +138,29 @@ class Windowed:
         return await self._inner.embed(texts)
 
 
-WINDOWS = Path("/tmp/rk/windows")  # each long memory's window vectors, kept between runs
+# Each long memory's further vectors as the embedder reads them now (its passages, since
+# they replaced 256-word-piece windows), kept between runs.
+WINDOWS = Path("/tmp/rk/windows-said")
 
 
 async def add_windows(engine: MemoryEngine, bench: str, scope: str) -> None:
-    """Each memory of the copy with the further windows' vectors a write with the engine's
-    ``episodic.windows`` stores (the stores were filled before they were stored): computed
-    once per memory (up to 16, kept in ``WINDOWS``), written through the store's upsert."""
+    """Each memory of the copy with the further vectors a write with the engine's
+    ``episodic.windows`` stores now (the stores were filled before passages: their own are
+    replaced): computed once per memory (up to 64, kept in ``WINDOWS``), written through the
+    store's upsert."""
     limit = engine.settings.episodic.windows
     rows = await engine.episodic.rows(where=f"scope = '{scope}'", vectors=True)
-    if limit > 1 and any(m.windows is not None for m in rows):
-        return  # filled since the engine stores windows: its own, as a write made them
     cache = WINDOWS / bench / f"{scope}.npz"
     have: dict[str, Any] = {}
     if cache.exists():
         with np.load(cache) as z:
             have = {k: z[k] for k in z.files}
-    todo = [m for m in rows if m.id not in have and len(m.content) > 600]
+    todo = [m for m in rows if m.id not in have and (len(m.content) > 600 or passages(m.content))]
     if todo:
         reader = OnnxEmbedder()
         for start in range(0, len(todo), 64):
             part = todo[start : start + 64]
-            found = reader.embed_windows_sync([m.content for m in part], 16)
+            found = reader.embed_windows_sync([m.content for m in part], 64)
             have |= {m.id: v for m, v in zip(part, found, strict=True)}
         cache.parent.mkdir(parents=True, exist_ok=True)
         np.savez(cache, **have)
@@ -170,6 +172,8 @@ async def add_windows(engine: MemoryEngine, bench: str, scope: str) -> None:
             changed.append(replace(m, windows=more))
     for start in range(0, len(changed), 1000):
         await engine.episodic.upsert(changed[start : start + 1000])
+    if changed:  # the upserts' fragments slow every search (recall p50 14 -> 30 ms): pack them
+        await engine.episodic.maintain(force=True)
 
 
 LOG: Path | None = None  # --log: every question's row, appended as it is answered

@@ -1,10 +1,12 @@
-"""A long memory is searched by its best window, not by its opening alone.
+"""A long memory is searched by its passages, not by its opening alone.
 
-MiniLM reads the first 256 word pieces of a text (about 1,000 characters); an assistant's
-long note or chat turn says most of what it says after that. A write stores the vectors of
-up to ``episodic.windows`` overlapping windows, and a recall scores the memory by its best
-one: through MCP, after a restart (the windows read back from the table), without the
-working set (LanceDB answers), and in a table made before the column existed.
+MiniLM reads the first 256 word pieces of a text (about 1,000 characters) and averages them;
+an assistant's long note or chat turn says most of what it says after that, or in passing. A
+write stores the vectors of up to ``episodic.windows`` - 1 of its passages (a few sentences
+each, cranimem_mcp/backends/passages.py) beside its own, and a recall lifts the memory's
+score by its best passage's: through MCP, after a restart (the passages read back from the
+table's ``windows`` column), without the working set (LanceDB answers), and in a table made
+before the column existed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pyarrow as pa
 import pytest
 from conftest import connected, make_settings
 
+from cranimem_mcp.backends.passages import SHARE, passages
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.lance import lancedb
 from cranimem_mcp.buffer.records import schema
@@ -84,7 +87,8 @@ async def test_a_long_note_is_recalled_by_its_best_window_through_mcp(open_engin
         assert "Weekly sync" in text and text.index("Weekly sync") < min(shown, default=len(text))
         (row,) = [m for m in await engine.episodic.rows(where=None, vectors=True)
                   if m.content == LONG_NOTE]  # fmt: skip
-        assert row.windows is not None and 1 <= len(row.windows) <= 7  # 8 windows in all
+        # its passages (of about 40 words), up to 31 (32 vectors in all)
+        assert row.windows is not None and len(row.windows) == len(passages(LONG_NOTE)) <= 31
 
 
 async def test_without_windows_the_opening_alone_ranks_it(open_engine, tmp_path):
@@ -141,7 +145,7 @@ def test_a_scope_set_scores_by_the_best_window_and_forgets_removed_ones():
     rng = np.random.default_rng(3)
 
     def unit() -> np.ndarray:
-        v = rng.standard_normal(8).astype(np.float32)
+        v = rng.standard_normal(64).astype(np.float32)
         return v / np.linalg.norm(v)
 
     def entry(i: int) -> Entry:
@@ -149,13 +153,16 @@ def test_a_scope_set_scores_by_the_best_window_and_forgets_removed_ones():
                      None, i)  # fmt: skip
 
     query = unit()
-    mirrored = ScopeSet(dim=8)
-    far = -query  # an opening pointing away from the query
-    mirrored.put(entry(0), far, np.stack([unit(), query]))  # its second window is the query
+    mirrored = ScopeSet(dim=64)
+    far = unit()
+    far -= (far @ query) * query  # an opening at right angles to the query
+    far /= np.linalg.norm(far)
+    mirrored.put(entry(0), far, np.stack([unit(), query]))  # its second passage is the query
     for i in range(1, 30):
         mirrored.put(entry(i), unit())
     assert mirrored.nearest(query, LIVE, 1, windows=True)[0][0].id == "m0"
-    assert mirrored.similarity("m0", query, windows=True) == pytest.approx(1.0, abs=1e-5)
+    # its own cosine (0) lifted by a share of its best passage's (1)
+    assert mirrored.similarity("m0", query, windows=True) == pytest.approx(SHARE, abs=1e-5)
     assert mirrored.nearest(query, LIVE, 1)[0][0].id != "m0"  # the gate's: openings only
     mirrored.remove("m0")
     mirrored.put(entry(31), unit())  # may reuse m0's slot: its windows must not come back
@@ -186,7 +193,7 @@ def test_reembed_with_the_same_embedder_gives_older_long_memories_their_windows(
 
     long_id, vector = anyio.run(fill)
     assert cli.main(["reembed", "--data-dir", str(home), "--to", "local"]) == 0
-    assert "1 long memories given the window vectors" in capsys.readouterr().out
+    assert "1 long memories given the passage vectors" in capsys.readouterr().out
 
     async def check() -> None:
         async with MemoryEngine(make_settings(home), embedder=minilm, background=False) as engine:
@@ -195,6 +202,9 @@ def test_reembed_with_the_same_embedder_gives_older_long_memories_their_windows(
             assert await _first(engine) == long_id
 
     anyio.run(check)
+    # brought up to date: a second run rewrites nothing (the passages it reads are the same)
+    assert cli.main(["reembed", "--data-dir", str(home), "--to", "local"]) == 0
+    assert "0 long memories given the passage vectors" in capsys.readouterr().out
 
 
 def test_the_working_set_bound_counts_a_long_memorys_windows():

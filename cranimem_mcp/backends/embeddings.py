@@ -31,6 +31,7 @@ import anyio
 import numpy as np
 
 from cranimem_mcp.backends import heap, onnx_graph
+from cranimem_mcp.backends.passages import passages
 from cranimem_mcp.errors import BackendUnavailable, ConfigError
 
 logger = logging.getLogger(__name__)
@@ -67,21 +68,22 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class WindowReader(Protocol):
-    """An embedder that reads a long text window by window (its model reads a few hundred
-    word pieces): a long memory is searched by its best window, not by its opening alone."""
+    """An embedder that reads a long text part by part (its passages, :mod:`.passages`; or
+    windows of what its model reads at once): a long memory is searched by its own vector
+    lifted by its best part's, not by its opening alone."""
 
     async def embed_windows(self, texts: list[str], limit: int) -> list[np.ndarray]:
         """Per text, an array of 1 to ``limit`` unit rows: its vector (``embed``'s), then
-        the vectors of its second, third, ... window."""
+        the vectors of its parts."""
         ...
 
 
 async def embed_read(
     embedder: Embedder, texts: list[str], windows: int
 ) -> tuple[np.ndarray, list[np.ndarray | None]]:
-    """The vectors of ``texts`` and, where the embedder reads windows and a text has more than
-    one, the vectors of its further windows (up to ``windows`` in all; None: none). One
-    model run per window: the text's vector is not computed twice."""
+    """The vectors of ``texts`` and, where the embedder reads parts and a text has more than
+    one, the vectors of its parts (up to ``windows`` vectors in all; None: none). One model
+    run per part: the text's vector is not computed twice."""
     if windows <= 1 or not isinstance(embedder, WindowReader):
         return await embedder.embed(texts), [None] * len(texts)
     rows = await embedder.embed_windows(texts, windows)
@@ -267,29 +269,39 @@ class OnnxEmbedder:
         return self._combined(len(texts), owner, tokens, vectors)
 
     def embed_windows_sync(self, texts: list[str], limit: int) -> list[np.ndarray]:
-        """Each text's vector (:meth:`embed_sync`'s) followed by the vectors of its second to
-        ``limit``-th window by itself (256 word pieces each, ``STRIDE`` shared with the one
-        before): one row for a text the model reads whole. One model run per window."""
-        owner, tokens, vectors = self._windows_sync(texts, max(limit, self._windows))
+        """Each text's vector (:meth:`embed_sync`'s) followed by up to ``limit`` - 1 more: a
+        long text's passages (:mod:`backends.passages`: whole sentences, about a hundred words
+        each), each read by itself; a text of one passage longer than the model reads (a run
+        without a sentence end), its second to ``limit``-th window (256 word pieces each,
+        ``STRIDE`` shared with the one before). One row for a text of one passage the model
+        reads whole. One model run per window or passage."""
+        parts = [passages(t)[: max(0, limit - 1)] for t in texts]
+        reach = [self._windows if p else max(limit, self._windows) for p in parts]
+        owner, tokens, vectors = self._windows_sync(texts, reach)
         whole = self._combined(len(texts), owner, tokens, vectors)
+        flat = [(n, p) for n, found in enumerate(parts) for p in found]
+        if flat:  # each passage its opening window (a passage of 100 words fits in one)
+            _o, _t, read = self._windows_sync([p for _n, p in flat], 1)
         where = np.asarray(owner, dtype=np.int64)
+        of_passage = np.asarray([n for n, _p in flat], dtype=np.int64)
         out = []
         for n in range(len(texts)):
-            own = vectors[where == n][1:limit]
+            own = read[of_passage == n] if parts[n] else vectors[where == n][1:limit]
             out.append(np.concatenate([whole[n : n + 1], own]) if len(own) else whole[n : n + 1])
         return out
 
     def _windows_sync(
-        self, texts: list[str], limit: int
+        self, texts: list[str], limit: int | list[int]
     ) -> tuple[list[int], list[list[int]], np.ndarray]:
-        """The first ``limit`` windows of each text: the text of each, its word pieces, its
-        vector."""
+        """The first ``limit`` windows of each text (one limit for all, or one per text): the
+        text of each, its word pieces, its vector."""
+        limits = [limit] * len(texts) if isinstance(limit, int) else limit
         self.load()
         with self._run_lock:
             owner: list[int] = []  # the text of each window
             tokens: list[list[int]] = []
             for n, encoding in enumerate(self._tokenizer.encode_batch(texts)):
-                for window in [encoding, *encoding.overflowing][: max(1, limit)]:
+                for window in [encoding, *encoding.overflowing][: max(1, limits[n])]:
                     owner.append(n)
                     tokens.append(window.ids)
             vectors = np.zeros((len(tokens), MINILM_DIM), dtype=np.float32)

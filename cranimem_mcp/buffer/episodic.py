@@ -560,8 +560,8 @@ class EpisodicStore:
         windows: bool = False,
     ) -> list[Hit]:  # fmt: skip
         """Vector search by cosine, best first (from the working set if the scope is mirrored);
-        with ``windows``, a long memory's cosine is its best window's (a recall's; the gate
-        weighs a write against memories' openings)."""
+        with ``windows``, a long memory's cosine is lifted by its best passage's (a recall's;
+        the gate weighs a write against memories' own vectors)."""
         tiers = tuple(tiers)
         mirrored = await self._mirrored(scope, tiers)
         if mirrored is not None:
@@ -586,10 +586,10 @@ class EpisodicStore:
     def _near_rows(
         self, where: str | None, vector: np.ndarray, limit: int
     ) -> list[tuple[Entry, float]]:
-        """An unmirrored scope's vector half: its best ``limit`` memories by their best
-        window, best first. Two LanceDB searches: by the opening's vector, and by the further
-        windows' (a multivector column, searched by its closest vector: memories without are
-        not in it)."""
+        """An unmirrored scope's vector half: its best ``limit`` memories by their cosine
+        lifted by their best passage's, best first. Two LanceDB searches: by the memory's own
+        vector, and by its passages' (a multivector column, searched by its closest vector:
+        memories without are not in it)."""
         columns = [*FIELDS, *VECTOR_COLUMNS, "_distance"]
         found: dict[str, tuple[Entry, float]] = {}
         for column in VECTOR_COLUMNS:

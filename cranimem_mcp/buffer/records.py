@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from cranimem_mcp.backends.passages import scored
 from cranimem_mcp.buffer.lance import Bitmap, BTree
 from cranimem_mcp.buffer.working_set import FIELDS, Entry
 from cranimem_mcp.errors import StoreError
@@ -208,11 +209,12 @@ def window_arrays(column: pa.ChunkedArray | pa.Array, dim: int) -> list[np.ndarr
 
 
 def cosine(row: dict[str, Any], vector: np.ndarray) -> float:
-    """A row's cosine to ``vector`` (read with its ``vector`` and ``windows``): its best
-    window's."""
+    """A row's cosine to ``vector`` (read with its ``vector`` and ``windows``): its own,
+    lifted by its best passage's (:func:`~cranimem_mcp.backends.passages.scored`)."""
     sim = float(np.asarray(row["vector"], dtype=np.float32) @ vector)
     if row.get("windows"):
-        sim = max(sim, float((np.asarray(row["windows"], dtype=np.float32) @ vector).max()))
+        best = float((np.asarray(row["windows"], dtype=np.float32) @ vector).max())
+        sim = float(scored(sim, best))
     return sim
 
 

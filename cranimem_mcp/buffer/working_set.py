@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from cranimem_mcp.backends.passages import scored
 from cranimem_mcp.conversation.transcript import speaker
 from cranimem_mcp.models import Memory
 
@@ -105,9 +106,10 @@ class ScopeSet:
         self._ordered: dict[frozenset[int], tuple[int, list[Entry]]] = {}
         self._last_sims: tuple[int, tuple[bool, bytes], np.ndarray] | None = None
         self._speakers: dict[str, set[str]] = {}
-        # The further windows of long memories (a vector reads a text's first 256 word
-        # pieces): their unit vectors in rows 0 .. _window_rows - 1 of one matrix, each row's
-        # slot beside it (-1: its memory left). A recall's cosine is a memory's best window's.
+        # The further vectors of long memories (their passages, or windows past the first
+        # 256 word pieces): unit vectors in rows 0 .. _window_rows - 1 of one matrix, each
+        # row's slot beside it (-1: its memory left). A recall's cosine is a memory's own,
+        # lifted by its best passage's (backends.passages.scored).
         self._windows = np.zeros((0, dim), dtype=np.float32)
         self._window_slot = np.zeros(0, dtype=np.int64)
         self._window_rows = 0
@@ -233,8 +235,8 @@ class ScopeSet:
         return {n: frozenset(ids) for n, ids in names.items() if len(ids) >= min_turns}
 
     def similarity(self, memory_id: str, vector: np.ndarray, windows: bool = False) -> float:
-        """The memory's cosine to ``vector`` (with ``windows``: its best window's, read from
-        the cosines the search with that vector computed, not from a scan of the windows)."""
+        """The memory's cosine to ``vector`` (with ``windows``: lifted by its best passage's,
+        read from the cosines the search with that vector computed, not from a scan)."""
         slot = self._slot[memory_id]
         if windows and self._window_rows:
             return float(self._sims(np.asarray(vector, dtype=np.float32), True)[slot])
@@ -271,8 +273,8 @@ class ScopeSet:
         return out
 
     def _cosines(self, vector: np.ndarray, windows: bool = False) -> np.ndarray:
-        """Every slot's cosine to ``vector`` (with ``windows``: its best window's; a copy, for
-        the caller to mask): one matrix product per query vector between changes."""
+        """Every slot's cosine to ``vector`` (with ``windows``: lifted by its best passage's;
+        a copy, for the caller to mask): one matrix product per query vector between changes."""
         return self._sims(vector, windows).copy()
 
     def _sims(self, vector: np.ndarray, windows: bool) -> np.ndarray:
@@ -284,7 +286,9 @@ class ScopeSet:
             if windows and self._window_rows:
                 owner = self._window_slot[: self._window_rows]
                 live = owner >= 0
-                np.maximum.at(sims, owner[live], self._windows[: self._window_rows][live] @ vector)
+                best = sims.copy()
+                np.maximum.at(best, owner[live], self._windows[: self._window_rows][live] @ vector)
+                sims = scored(sims, best)
             last = self._last_sims = (self._changes, key, sims)
         return last[2]
 

@@ -23,9 +23,10 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
+import numpy as np
 
 from cranimem_mcp.backends.embeddings import Embedder, embed_read
 from cranimem_mcp.backends.ollama import (
@@ -37,6 +38,7 @@ from cranimem_mcp.backends.ollama import (
     has_model,
     prompts_dir,
 )
+from cranimem_mcp.backends.passages import passages
 from cranimem_mcp.buffer.episodic import EpisodicStore
 from cranimem_mcp.buffer.table import LocalTable
 from cranimem_mcp.config import Settings
@@ -300,14 +302,23 @@ async def reembed(settings: Settings, target: Embedder) -> tuple[str, str, int]:
 ONE_WINDOW_CHARS = 255
 
 
+def _same(new: Any, old: Any) -> bool:
+    new, old = np.asarray(new, dtype=np.float32), np.asarray(old, dtype=np.float32)
+    return new.shape == old.shape and bool(np.allclose(new, old, atol=1e-4))
+
+
 async def rewindow(settings: Settings, embedder: Embedder) -> int:
-    """The long memories of a store kept by the same embedder given the window vectors
-    ``episodic.windows`` asks for (memories stored before the setting, or with another
-    value, kept their opening alone): their vectors stay, only ``windows`` is written. The
-    number of memories rewritten."""
+    """The long memories of a store kept by the same embedder given the passage vectors
+    ``episodic.windows`` asks for (memories stored before the setting or with another value
+    kept their opening alone, or windows of 256 word pieces before passages): their vectors
+    stay, only ``windows`` is written. The number of memories rewritten."""
     store = EpisodicStore(LocalTable(settings.home / "episodic"), embedder.dim)
     await store.open()
-    long = [m.id for m in await store.rows(where=None) if len(m.content) > ONE_WINDOW_CHARS]
+    long = [
+        m.id
+        for m in await store.rows(where=None)
+        if len(m.content) > ONE_WINDOW_CHARS or passages(m.content)
+    ]
     changed = 0
     for start in range(0, len(long), 256):
         rows = await store.get(long[start : start + 256], vectors=True)
@@ -317,12 +328,12 @@ async def rewindow(settings: Settings, embedder: Embedder) -> int:
         moved = [
             replace(m, windows=w)
             for m, w in zip(rows, windows, strict=True)
-            if (w is None) != (m.windows is None) or (w is not None and len(w) != len(m.windows))
+            if (w is None) != (m.windows is None) or (w is not None and not _same(w, m.windows))
         ]
         if moved:
             await store.upsert(moved)
             changed += len(moved)
-    logger.info("gave %d long memories their window vectors (%d at most)", changed,
+    logger.info("gave %d long memories their passage vectors (%d at most)", changed,
                 settings.episodic.windows)  # fmt: skip
     return changed
 

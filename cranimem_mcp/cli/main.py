@@ -224,8 +224,8 @@ async def _reembed(args: argparse.Namespace, settings: Settings) -> None:
         old, new, n = await reembed(settings, providers.embedder)
     if old != new:
         print(f"re-embedded {n} memories: {old} -> {new}")
-    else:  # the same embedder: only long memories' window vectors were brought up to date
-        print(f"already {new}; {n} long memories given the window vectors of "
+    else:  # the same embedder: only long memories' passage vectors were brought up to date
+        print(f"already {new}; {n} long memories given the passage vectors of "
               f"episodic.windows = {settings.episodic.windows}")  # fmt: skip
 
 

@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "reembed",
         help="re-embed the store with another embedder (the same one: give long memories "
-        "the window vectors of episodic.windows)",
+        "the passage vectors of episodic.windows)",
     )
     _common(p)
     p.add_argument(
