@@ -28,7 +28,8 @@ ALLOWED: dict[str, set[str]] = {
     "service": {"models", "errors"},
     # Adapters: each wraps one library or model, and sees only the domain (and the models).
     "secrets": SHARED - {"config"},
-    "backends": SHARED - {"config"},
+    # a long text's passages are of what is said: a turn's stamp is the transcript's rule
+    "backends": SHARED - {"config"} | {"conversation.transcript"},
     "graph": SHARED - {"config"} | {"backends"},
     "conversation.transcript": {"temporal"},  # a transcript turn's pure text rules
     "buffer": SHARED - {"config"} | {"backends", "conversation.transcript"},
