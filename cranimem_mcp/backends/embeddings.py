@@ -270,7 +270,7 @@ class OnnxEmbedder:
 
     def embed_windows_sync(self, texts: list[str], limit: int) -> list[np.ndarray]:
         """Each text's vector (:meth:`embed_sync`'s) followed by up to ``limit`` - 1 more: a
-        long text's passages (:mod:`backends.passages`: whole sentences, about a hundred words
+        long text's passages (:mod:`backends.passages`: whole sentences, at most forty words
         each), each read by itself; a text of one passage longer than the model reads (a run
         without a sentence end), its second to ``limit``-th window (256 word pieces each,
         ``STRIDE`` shared with the one before). One row for a text of one passage the model
@@ -280,7 +280,7 @@ class OnnxEmbedder:
         owner, tokens, vectors = self._windows_sync(texts, reach)
         whole = self._combined(len(texts), owner, tokens, vectors)
         flat = [(n, p) for n, found in enumerate(parts) for p in found]
-        if flat:  # each passage its opening window (a passage of 100 words fits in one)
+        if flat:  # each passage its opening window (a passage of 40 words fits in one)
             _o, _t, read = self._windows_sync([p for _n, p in flat], 1)
         where = np.asarray(owner, dtype=np.int64)
         of_passage = np.asarray([n for n, _p in flat], dtype=np.int64)

@@ -475,6 +475,7 @@ SCHEDULE_NOUNS = frozenset(("day", "time", "date", "hour", "deadline", "slot"))
 
 
 def schedules(subj_toks: list[Any]) -> bool:
+    """Subjects that are each a noun of a when with a modifier ("the deploy day")."""
     return bool(subj_toks) and all(
         t.pos_ == "NOUN"
         and t.lemma_.lower() in SCHEDULE_NOUNS
