@@ -139,8 +139,8 @@ class Windowed:
 
 
 # Each long memory's further vectors as the embedder reads them now (its passages, since
-# they replaced 256-word-piece windows), kept between runs.
-WINDOWS = Path("/tmp/rk/windows-said")
+# they replaced 256-word-piece windows), kept between runs: <--filled>/passages (main sets it).
+WINDOWS = Path("passages")
 
 
 async def add_windows(engine: MemoryEngine, bench: str, scope: str) -> None:
@@ -284,8 +284,9 @@ async def main() -> None:
     p.add_argument("--log", type=Path, help="append each question's row (JSON lines)")
     p.add_argument("--no-default", action="store_true", help="only the --variant ones")
     args = p.parse_args()
-    global LOG
+    global LOG, WINDOWS
     LOG = args.log
+    WINDOWS = args.filled / "passages"
     variants: dict[str, dict[str, Any]] = {} if args.no_default else {"default": {}}
     for spec in args.variant:
         name, _, raw = spec.partition("=")
